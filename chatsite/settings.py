@@ -1,0 +1,154 @@
+"""chatsite settings: everything a deployment changes comes from the environment (see .env.example)."""
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from chatsite.env import env_bool, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DEBUG", default=False)
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set when DEBUG is off. Set DEBUG=1 for local development, "
+            "or export a long random SECRET_KEY."
+        )
+    SECRET_KEY = "insecure-development-key-only-used-with-debug-on"
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"] if DEBUG else [])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "conversations",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "chatsite.urls"
+ASGI_APPLICATION = "chatsite.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Generations write from worker threads while pages read; without a busy timeout SQLite
+    # answers "database is locked" instead of waiting a moment.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+
+REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {
+                "hosts": [REDIS_URL],
+                "capacity": env_int("CHANNEL_LAYER_CAPACITY", 1000, minimum=10),
+                "expiry": 60,
+            },
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "conversation-list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+# --- Chat ---------------------------------------------------------------------------------------
+
+CHAT_ENGINE = env_str("CHAT_ENGINE", "llamacpp")
+CHAT_SYSTEM_PROMPT = env_str("CHAT_SYSTEM_PROMPT", "You are a helpful assistant.")
+CHAT_MAX_TOKENS = env_int("CHAT_MAX_TOKENS", 512, minimum=1)
+CHAT_TEMPERATURE = env_float("CHAT_TEMPERATURE", 0.7, minimum=0.0)
+CHAT_MAX_PROMPT_CHARS = env_int("CHAT_MAX_PROMPT_CHARS", 8000, minimum=1)
+# Later tokens of one reply are merged into at most one frame per this many milliseconds.
+CHAT_COALESCE_MS = env_int("CHAT_COALESCE_MS", 30, minimum=0)
+# Partial text is written to the database this often while a reply streams.
+CHAT_FLUSH_INTERVAL_S = env_float("CHAT_FLUSH_INTERVAL_S", 1.0, minimum=0.05)
+# A generation that produces no token for this long ends with an error.
+CHAT_STALL_TIMEOUT_S = env_float("CHAT_STALL_TIMEOUT_S", 120.0, minimum=0.1)
+
+CHAT_SCRIPTED_TOKENS = env_int("CHAT_SCRIPTED_TOKENS", 40, minimum=0)
+CHAT_SCRIPTED_DELAY_MS = env_float("CHAT_SCRIPTED_DELAY_MS", 20.0, minimum=0.0)
+
+CHAT_MODEL_PATH = env_str("CHAT_MODEL_PATH")
+CHAT_CONTEXT_TOKENS = env_int("CHAT_CONTEXT_TOKENS", 2048, minimum=256)
+CHAT_LLAMA_THREADS = env_int("CHAT_LLAMA_THREADS", 0, minimum=0)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.channels.server": {"level": "WARNING"}},
+}
+
+# A reply nobody has watched for this long (all its tabs closed) is stopped.
+CHAT_DISCONNECT_GRACE_S = env_float("CHAT_DISCONNECT_GRACE_S", 30.0, minimum=0.1)
+# An active reply whose heartbeat is older than this is marked interrupted (its process died).
+CHAT_HEARTBEAT_TIMEOUT_S = env_float("CHAT_HEARTBEAT_TIMEOUT_S", 10.0, minimum=1.0)
+# Per-user limits: replies being written at once, and messages sent per minute.
+CHAT_MAX_ACTIVE_PER_USER = env_int("CHAT_MAX_ACTIVE_PER_USER", 3, minimum=1)
+CHAT_SENDS_PER_MINUTE = env_int("CHAT_SENDS_PER_MINUTE", 20, minimum=1)

@@ -1,0 +1,146 @@
+"""The conversation socket: transport only. The generation lifecycle lives in services.generation."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from conversations.events import JSON_SUBPROTOCOL, HtmlRenderer, JsonRenderer
+from conversations.frames import CancelFrame, FrameError, parse_frame
+from conversations.models import Conversation, Message
+from conversations.services import generation
+from conversations.services.limits import check_send_allowed
+
+logger = logging.getLogger("chatsite.socket")
+
+CLOSE_FORBIDDEN = 4403
+
+
+class ConversationConsumer(AsyncWebsocketConsumer):
+    conversation: Conversation
+
+    async def connect(self) -> None:
+        user = self.scope["user"]
+        conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
+        conversation = await _visible_conversation(user, conversation_id)
+        if conversation is None:
+            # Accept first so the client sees our close code rather than a failed handshake.
+            await self.accept()
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        self.conversation = conversation
+        self.user = user
+        json_mode = JSON_SUBPROTOCOL in self.scope.get("subprotocols", [])
+        self.renderer = JsonRenderer() if json_mode else HtmlRenderer()
+        # message id -> characters of it this socket has shown; None while waiting for a snapshot.
+        self.shown: dict[int, int | None] = {}
+        await self.channel_layer.group_add(conversation.group_name, self.channel_name)
+        await self.accept(subprotocol=JSON_SUBPROTOCOL if json_mode else None)
+        # Joined the group before reading the row: whatever happens after this read reaches us.
+        latest = await _latest_reply(conversation)
+        if latest is not None and latest.is_active:
+            await self._resync(latest.pk)
+        else:
+            await self._send(self.renderer.settled(latest))
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "conversation"):
+            await self.channel_layer.group_discard(self.conversation.group_name, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            frame = parse_frame(text_data, conversation_id=str(self.conversation.id))
+            if isinstance(frame, CancelFrame):
+                await generation.reply_cancel(
+                    conversation=self.conversation, cancelled_by=self.user.get_username()
+                )
+                return
+            await database_sync_to_async(check_send_allowed)(self.user)
+            await generation.reply_start(
+                conversation=self.conversation,
+                content=frame.content,
+                idempotency_key=frame.idempotency_key,
+            )
+        except FrameError as exc:
+            await self._send(self.renderer.error(exc.code, exc.message))
+        except generation.SendRefused as exc:
+            await self._send(self.renderer.error(exc.code, str(exc)))
+
+    # Group events, one handler each ("chat.delta" -> chat_delta).
+
+    async def chat_started(self, event: dict[str, Any]) -> None:
+        self.shown[event["message_id"]] = 0
+        user_message, reply = await _messages(event["user_message_id"], event["message_id"])
+        await self._send(self.renderer.started(user_message, reply))
+
+    async def chat_delta(self, event: dict[str, Any]) -> None:
+        message_id, offset, text = event["message_id"], event["offset"], event["text"]
+        shown = self.shown.get(message_id)
+        if shown is None:
+            if message_id not in self.shown:
+                await self._resync(message_id)
+            return  # the snapshot we asked for covers this delta
+        if offset > shown:
+            # Frames were lost (a full channel drops them silently): start again from a snapshot.
+            logger.warning("gap in message %s: have %s, got offset %s", message_id, shown, offset)
+            await self._resync(message_id)
+            return
+        if offset + len(text) <= shown:
+            return
+        self.shown[message_id] = offset + len(text)
+        await self._send(self.renderer.delta(message_id, shown, text[shown - offset :]))
+
+    async def chat_snapshot(self, event: dict[str, Any]) -> None:
+        self.shown[event["message_id"]] = len(event["text"])
+        await self._send(self.renderer.snapshot(event["message_id"], event["text"]))
+
+    async def chat_finished(self, event: dict[str, Any]) -> None:
+        self.shown.pop(event["message_id"], None)
+        reply = await database_sync_to_async(Message.objects.get)(pk=event["message_id"])
+        await self._send(self.renderer.finished(reply))
+
+    async def chat_ping(self, event: dict[str, Any]) -> None:
+        await self.channel_layer.send(
+            event["reply_channel"], {"type": "generation.pong", "message_id": event["message_id"]}
+        )
+
+    # Events meant for the generation; every member of the group receives them.
+    async def generation_cancel(self, event: dict[str, Any]) -> None:
+        pass
+
+    async def generation_sync(self, event: dict[str, Any]) -> None:
+        pass
+
+    async def _resync(self, message_id: int) -> None:
+        self.shown[message_id] = None
+        await self.channel_layer.group_send(
+            self.conversation.group_name,
+            {
+                "type": "generation.sync",
+                "message_id": message_id,
+                "reply_channel": self.channel_name,
+            },
+        )
+
+    async def _send(self, frame: str | None) -> None:
+        if frame is not None:
+            await self.send(text_data=frame)
+
+
+@database_sync_to_async
+def _visible_conversation(user: Any, conversation_id: Any) -> Conversation | None:
+    return Conversation.objects.visible_to(user).filter(pk=conversation_id).first()
+
+
+@database_sync_to_async
+def _latest_reply(conversation: Conversation) -> Message | None:
+    return conversation.messages.filter(role=Message.Role.ASSISTANT).last()
+
+
+@database_sync_to_async
+def _messages(user_message_id: int, reply_id: int) -> tuple[Message, Message]:
+    found = Message.objects.in_bulk([user_message_id, reply_id])
+    return found[user_message_id], found[reply_id]

@@ -1,0 +1,124 @@
+"""A deterministic engine for tests and benchmarks.
+
+It emits CHAT_SCRIPTED_TOKENS tokens, one every CHAT_SCRIPTED_DELAY_MS, and records for each
+request when it was told to stop and how many tokens it produced after that, so tests can check
+that Stop really reached the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from django.conf import settings
+
+from conversations.engines.base import (
+    ChatMessage,
+    EngineError,
+    SamplingParams,
+    StreamResult,
+    estimate_tokens,
+)
+
+WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
+
+
+def scripted_token(index: int) -> str:
+    """The index-th token of every scripted reply (the same for every request)."""
+    return f"{WORDS[index % len(WORDS)]}{index} "
+
+
+@dataclass
+class ScriptedRecord:
+    """What the engine did for one request, as the engine saw it."""
+
+    request_id: str
+    emitted: int = 0
+    emit_times: list[float] = field(default_factory=list)  # time.time() of each token
+    stop_requested_at: float | None = None
+    emitted_after_stop: int = 0
+    finished: bool = False
+
+
+class ScriptedStream:
+    def __init__(
+        self, engine: ScriptedEngine, prompt_tokens: int, max_tokens: int, request_id: str
+    ):
+        self.engine = engine
+        self.result = StreamResult(prompt_tokens=prompt_tokens)
+        self.record = ScriptedRecord(request_id=request_id)
+        engine.records[request_id] = self.record
+        self._max_tokens = max_tokens
+        self._stop = asyncio.Event()
+        self._done = asyncio.Event()
+        self._iterating = False
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        self._iterating = True
+        try:
+            total = min(self.engine.tokens, self._max_tokens)
+            for index in range(total):
+                if self.engine.fail_after is not None and index == self.engine.fail_after:
+                    raise EngineError("The scripted engine failed on purpose.")
+                if index and self.engine.delay_s:
+                    # Waiting on the stop event rather than sleeping makes Stop take effect
+                    # at once instead of after the current token's delay.
+                    try:
+                        await asyncio.wait_for(self._stop.wait(), self.engine.delay_s)
+                    except TimeoutError:
+                        pass
+                if self._stop.is_set():
+                    self.result.finish_reason = "abort"
+                    return
+                if self.record.stop_requested_at is not None:
+                    self.record.emitted_after_stop += 1
+                self.record.emitted += 1
+                self.record.emit_times.append(time.time())
+                self.result.completion_tokens += 1
+                yield scripted_token(index)
+            self.result.finish_reason = "length" if total == self._max_tokens else "stop"
+        finally:
+            self.record.finished = True
+            if self._stop.is_set() and self.result.stopped_at is None:
+                self.result.stopped_at = datetime.now(UTC)
+            self._done.set()
+
+    async def stop(self) -> datetime:
+        if self.record.stop_requested_at is None:
+            self.record.stop_requested_at = time.time()
+        self._stop.set()
+        if not self._iterating:
+            # Never started: nothing is running, so the stop is confirmed now.
+            self._done.set()
+        await self._done.wait()
+        if self.result.stopped_at is None:
+            self.result.stopped_at = datetime.now(UTC)
+        return self.result.stopped_at
+
+
+class ScriptedEngine:
+    name = "scripted"
+    model = "scripted"
+    context_tokens = 1_000_000
+
+    def __init__(self, tokens: int, delay_ms: float):
+        self.tokens = tokens
+        self.delay_s = delay_ms / 1000
+        self.fail_after: int | None = None
+        self.records: dict[str, ScriptedRecord] = {}
+
+    def count_tokens(self, text: str) -> int:
+        return estimate_tokens(text)
+
+    def stream(
+        self, messages: list[ChatMessage], params: SamplingParams, *, request_id: str
+    ) -> ScriptedStream:
+        prompt_tokens = sum(self.count_tokens(m.content) for m in messages)
+        return ScriptedStream(self, prompt_tokens, params.max_tokens, request_id)
+
+
+def build_engine() -> ScriptedEngine:
+    return ScriptedEngine(settings.CHAT_SCRIPTED_TOKENS, settings.CHAT_SCRIPTED_DELAY_MS)

@@ -1,0 +1,108 @@
+"""One event shape, two renderers: htmx HTML fragments for the browser, JSON for API clients.
+
+The consumer hands every event it sends to a socket to one of these; nothing else writes to a
+socket, so the two protocols cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.template.loader import render_to_string
+
+from conversations.models import Message
+
+JSON_SUBPROTOCOL = "chatsite.v1.json"
+
+
+def message_data(message: Message) -> dict[str, Any]:
+    """A message as the JSON protocol and the REST API show it."""
+
+    def iso(value: Any) -> str | None:
+        return value.isoformat() if value else None
+
+    return {
+        "id": message.pk,
+        "role": message.role,
+        "content": message.content,
+        "status": message.status,
+        "engine": message.engine,
+        "model": message.model,
+        "request_id": message.request_id,
+        "created_at": iso(message.created_at),
+        "first_token_at": iso(message.first_token_at),
+        "finished_at": iso(message.finished_at),
+        "prompt_tokens": message.prompt_tokens,
+        "completion_tokens": message.completion_tokens,
+        "finish_reason": message.finish_reason,
+        "ttft_ms": message.ttft_ms,
+        "tokens_per_second": message.tokens_per_second,
+        "cancel_requested_at": iso(message.cancel_requested_at),
+        "cancel_confirmed_at": iso(message.cancel_confirmed_at),
+        "cancel_latency_ms": message.cancel_latency_ms,
+        "cancelled_by": message.cancelled_by,
+        "error": message.error,
+    }
+
+
+class JsonRenderer:
+    def started(self, user_message: Message, reply: Message) -> str:
+        return _json(
+            type="message.started",
+            user_message=message_data(user_message),
+            message=message_data(reply),
+        )
+
+    def delta(self, message_id: int, offset: int, text: str) -> str:
+        return _json(type="message.delta", message_id=message_id, offset=offset, text=text)
+
+    def snapshot(self, message_id: int, text: str) -> str:
+        return _json(type="message.snapshot", message_id=message_id, offset=0, text=text)
+
+    def finished(self, reply: Message) -> str:
+        return _json(type="message.finished", message=message_data(reply))
+
+    def settled(self, reply: Message | None) -> str | None:
+        return None  # JSON clients read history through the REST API
+
+    def error(self, code: str, message: str) -> str:
+        return _json(type="error", code=code, message=message)
+
+
+class HtmlRenderer:
+    def started(self, user_message: Message, reply: Message) -> str:
+        return render_to_string(
+            "conversations/events/started.html",
+            {"user_message": user_message, "reply": reply, "streaming": True},
+        )
+
+    def delta(self, message_id: int, offset: int, text: str) -> str:
+        return render_to_string(
+            "conversations/events/delta.html", {"message_id": message_id, "text": text}
+        )
+
+    def snapshot(self, message_id: int, text: str) -> str:
+        return render_to_string(
+            "conversations/events/snapshot.html", {"message_id": message_id, "text": text}
+        )
+
+    def finished(self, reply: Message) -> str:
+        return render_to_string(
+            "conversations/events/finished.html", {"reply": reply, "streaming": False}
+        )
+
+    def settled(self, reply: Message | None) -> str | None:
+        """The saved state, for a socket that (re)connects when nothing is streaming."""
+        return render_to_string(
+            "conversations/events/finished.html", {"reply": reply, "streaming": False}
+        )
+
+    def error(self, code: str, message: str) -> str:
+        return render_to_string(
+            "conversations/events/error.html", {"code": code, "message": message}
+        )
+
+
+def _json(**fields: Any) -> str:
+    return json.dumps(fields, ensure_ascii=False)

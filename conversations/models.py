@@ -1,0 +1,137 @@
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+
+
+class ConversationQuerySet(models.QuerySet["Conversation"]):
+    def visible_to(self, user: Any) -> "ConversationQuerySet":
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(owner=user)
+
+
+class Conversation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
+    title = models.CharField(max_length=200, blank=True)
+    # False until someone renames it; until then the first message gives the title.
+    title_is_custom = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ConversationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["owner", "-updated_at"])]
+
+    def __str__(self) -> str:
+        return self.title or "New conversation"
+
+    def get_absolute_url(self) -> str:
+        return reverse("conversation-detail", kwargs={"conversation_id": self.id})
+
+    @property
+    def group_name(self) -> str:
+        """The channel-layer group every tab and the running generation of this conversation join."""
+        return f"conversation.{self.id.hex}"
+
+
+class MessageQuerySet(models.QuerySet["Message"]):
+    def active(self) -> "MessageQuerySet":
+        return self.filter(status__in=Message.ACTIVE_STATUSES)
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        STREAMING = "streaming"
+        COMPLETE = "complete"
+        CANCELLED = "cancelled"
+        ERROR = "error"
+        INTERRUPTED = "interrupted"
+
+    ACTIVE_STATUSES = (Status.PENDING, Status.STREAMING)
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField(blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
+
+    engine = models.CharField(max_length=32, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    request_id = models.CharField(max_length=64, blank=True, db_index=True)
+    idempotency_key = models.CharField(max_length=64, blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    first_token_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Refreshed by the live generation; a stale heartbeat on an active reply means its process died.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=32, blank=True)
+
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    cancel_confirmed_at = models.DateTimeField(null=True, blank=True)
+    cancel_latency_ms = models.FloatField(null=True, blank=True)
+    cancelled_by = models.CharField(max_length=150, blank=True)
+    error = models.TextField(blank=True)
+
+    objects = MessageQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            # The database, not a lock in one process, guarantees one reply at a time per
+            # conversation, whichever process the send reached.
+            models.UniqueConstraint(
+                fields=["conversation"],
+                condition=Q(status__in=["pending", "streaming"]),
+                name="one_active_reply_per_conversation",
+            ),
+            models.UniqueConstraint(
+                fields=["conversation", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="one_message_per_idempotency_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} message {self.pk} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE_STATUSES
+
+    @property
+    def ttft_ms(self) -> float | None:
+        if self.first_token_at is None:
+            return None
+        return (self.first_token_at - self.created_at).total_seconds() * 1000
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.finished_at is None:
+            return None
+        return (self.finished_at - self.created_at).total_seconds()
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        if not self.completion_tokens or self.first_token_at is None or self.finished_at is None:
+            return None
+        seconds = (self.finished_at - self.first_token_at).total_seconds()
+        return round(self.completion_tokens / seconds, 2) if seconds > 0 else None

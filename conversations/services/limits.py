@@ -1,0 +1,29 @@
+"""Per-user limits on sends, checked before a reply is created."""
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from conversations.models import Message
+from conversations.services.generation import SendRefused
+
+
+class RateLimited(SendRefused):
+    code = "rate_limited"
+
+
+def check_send_allowed(user: Any) -> None:
+    mine = Message.objects.filter(conversation__owner=user)
+    limit = settings.CHAT_MAX_ACTIVE_PER_USER
+    if mine.active().count() >= limit:
+        raise RateLimited(
+            f"You already have {limit} replies being written. Wait for one to finish or stop it."
+        )
+    per_minute = settings.CHAT_SENDS_PER_MINUTE
+    recent = mine.filter(
+        role=Message.Role.USER, created_at__gte=timezone.now() - timedelta(minutes=1)
+    )
+    if recent.count() >= per_minute:
+        raise RateLimited(f"You can send {per_minute} messages a minute. Try again shortly.")

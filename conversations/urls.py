@@ -1,0 +1,23 @@
+from django.urls import path
+
+from conversations import views
+
+urlpatterns = [
+    path("", views.conversation_list, name="conversation-list"),
+    path("conversations/new/", views.conversation_new, name="conversation-new"),
+    path(
+        "conversations/<uuid:conversation_id>/",
+        views.conversation_detail,
+        name="conversation-detail",
+    ),
+    path(
+        "conversations/<uuid:conversation_id>/rename/",
+        views.conversation_rename_view,
+        name="conversation-rename",
+    ),
+    path(
+        "conversations/<uuid:conversation_id>/delete/",
+        views.conversation_delete,
+        name="conversation-delete",
+    ),
+]

@@ -1,0 +1,64 @@
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from conversations.models import Conversation
+from conversations.services.conversations import conversation_create, conversation_rename
+
+
+@login_required
+@require_GET
+def conversation_list(request: HttpRequest) -> HttpResponse:
+    conversations = Conversation.objects.visible_to(request.user)
+    return render(request, "conversations/list.html", {"conversations": conversations})
+
+
+@login_required
+@require_POST
+def conversation_new(request: HttpRequest) -> HttpResponse:
+    conversation = conversation_create(owner=request.user)
+    return redirect(conversation)
+
+
+@login_required
+@require_GET
+def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation = get_object_or_404(
+        Conversation.objects.visible_to(request.user), pk=conversation_id
+    )
+    messages = list(conversation.messages.all())
+    return render(
+        request,
+        "conversations/detail.html",
+        {
+            "conversation": conversation,
+            "conversations": Conversation.objects.visible_to(request.user),
+            "messages": messages,
+            "streaming": any(m.is_active for m in messages),
+            "max_prompt_chars": settings.CHAT_MAX_PROMPT_CHARS,
+        },
+    )
+
+
+@login_required
+@require_POST
+def conversation_rename_view(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation = get_object_or_404(
+        Conversation.objects.visible_to(request.user), pk=conversation_id
+    )
+    title = request.POST.get("title", "").strip()
+    if title:
+        conversation_rename(conversation=conversation, title=title)
+    return redirect(conversation)
+
+
+@login_required
+@require_POST
+def conversation_delete(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation = get_object_or_404(
+        Conversation.objects.visible_to(request.user), pk=conversation_id
+    )
+    conversation.delete()
+    return redirect("conversation-list")

@@ -1,0 +1,7 @@
+"""Loaded with -p before Django starts: the environment the test suite runs in."""
+
+import os
+
+# Tests run with DEBUG off, like production; they only need some secret.
+os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-not-for-production")
+os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
