@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -118,7 +119,5 @@ async def connect() -> AsyncIterator[Callable[..., Any]]:
 
     yield _connect
     for communicator in opened:
-        try:
+        with contextlib.suppress(Exception):
             await communicator.disconnect()
-        except Exception:
-            pass

@@ -8,6 +8,7 @@ that Stop really reached the engine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -66,10 +67,8 @@ class ScriptedStream:
                 if index and self.engine.delay_s:
                     # Waiting on the stop event rather than sleeping makes Stop take effect
                     # at once instead of after the current token's delay.
-                    try:
+                    with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._stop.wait(), self.engine.delay_s)
-                    except TimeoutError:
-                        pass
                 if self._stop.is_set():
                     self.result.finish_reason = "abort"
                     return
