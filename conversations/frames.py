@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
 
 MAX_FRAME_BYTES = 64 * 1024
 MAX_IDEMPOTENCY_KEY = 64
+# The longest escape of one character in JSON: an astral character as two \uXXXX escapes.
+MAX_JSON_BYTES_PER_CHAR = 12
 
 
 class FrameError(Exception):
@@ -29,6 +32,11 @@ class CancelFrame:
     pass
 
 
+def frame_limit() -> int:
+    """Bytes a frame may have: enough for the longest prompt however the client escapes it."""
+    return max(MAX_FRAME_BYTES, settings.CHAT_MAX_PROMPT_CHARS * MAX_JSON_BYTES_PER_CHAR + 1024)
+
+
 def parse_frame(raw: str | None, *, conversation_id: str) -> SendFrame | CancelFrame:
     """Turn a text frame into a command, or raise FrameError saying what is wrong with it.
 
@@ -36,16 +44,18 @@ def parse_frame(raw: str | None, *, conversation_id: str) -> SendFrame | CancelF
     """
     if raw is None:
         raise FrameError("bad_frame", "Frames must be JSON text.")
-    if len(raw) > MAX_FRAME_BYTES:
-        raise FrameError("too_large", f"Frames are limited to {MAX_FRAME_BYTES} bytes.")
+    limit = frame_limit()
+    # The character count is checked first so a huge frame is never encoded just to measure it.
+    if len(raw) > limit or len(raw.encode("utf-8", "surrogatepass")) > limit:
+        raise FrameError("too_large", f"Frames are limited to {limit} bytes.")
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # deep nesting overflows the parser's stack
         raise FrameError("bad_json", "The frame is not valid JSON.") from None
     if not isinstance(data, dict):
         raise FrameError("bad_frame", "The frame must be a JSON object.")
     target = data.get("conversation")
-    if target is not None and str(target) != conversation_id:
+    if target is not None and not _same_uuid(target, conversation_id):
         raise FrameError("wrong_conversation", "This socket only serves its own conversation.")
     action = data.get("action")
     if action == "cancel":
@@ -55,16 +65,42 @@ def parse_frame(raw: str | None, *, conversation_id: str) -> SendFrame | CancelF
     content = data.get("content")
     if not isinstance(content, str):
         raise FrameError("bad_content", "The content must be text.")
+    if not _storable(content):
+        raise FrameError("bad_content", "The content contains characters that cannot be saved.")
     content = content.strip()
     if not content:
         raise FrameError("empty", "Write a message before sending.")
-    limit = settings.CHAT_MAX_PROMPT_CHARS
-    if len(content) > limit:
-        raise FrameError("too_long", f"Messages are limited to {limit} characters.")
-    key = data.get("idempotency_key", "")
-    if not isinstance(key, str) or len(key) > MAX_IDEMPOTENCY_KEY:
+    max_chars = settings.CHAT_MAX_PROMPT_CHARS
+    if len(content) > max_chars:
+        raise FrameError("too_long", f"Messages are limited to {max_chars} characters.")
+    # null is what a form serializer sends for "no key"; it means the same as leaving it out.
+    key = data.get("idempotency_key")
+    if key is None:
+        key = ""
+    if not isinstance(key, str) or len(key) > MAX_IDEMPOTENCY_KEY or not _storable(key):
         raise FrameError(
             "bad_idempotency_key",
             f"idempotency_key must be text of at most {MAX_IDEMPOTENCY_KEY} characters.",
         )
     return SendFrame(content=content, idempotency_key=key)
+
+
+def _storable(text: str) -> bool:
+    """False for text a database refuses: PostgreSQL stores no NUL, UTF-8 no lone surrogate.
+
+    JSON's \\u escapes can spell both, though a websocket text frame itself cannot carry them.
+    """
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _same_uuid(value: object, conversation_id: str) -> bool:
+    try:
+        return uuid.UUID(str(value)) == uuid.UUID(conversation_id)
+    except ValueError:
+        return False
