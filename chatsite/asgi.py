@@ -12,6 +12,9 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from conversations.routing import websocket_urlpatterns  # noqa: E402
+from conversations.services.recovery import mark_interrupted_at_startup  # noqa: E402
+
+mark_interrupted_at_startup()
 
 application = ProtocolTypeRouter(
     {

@@ -11,8 +11,10 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from conversations.events import JSON_SUBPROTOCOL, HtmlRenderer, JsonRenderer
 from conversations.frames import CancelFrame, FrameError, parse_frame
 from conversations.models import Conversation, Message
+from conversations import metrics
 from conversations.services import generation
 from conversations.services.limits import check_send_allowed
+from conversations.services.recovery import replies_mark_interrupted
 
 logger = logging.getLogger("chatsite.socket")
 
@@ -32,6 +34,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_FORBIDDEN)
             return
         self.conversation = conversation
+        metrics.socket_opened()  # paired with disconnect(), which checks self.conversation
         self.user = user
         json_mode = JSON_SUBPROTOCOL in self.scope.get("subprotocols", [])
         self.renderer = JsonRenderer() if json_mode else HtmlRenderer()
@@ -40,6 +43,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(conversation.group_name, self.channel_name)
         await self.accept(subprotocol=JSON_SUBPROTOCOL if json_mode else None)
         # Joined the group before reading the row: whatever happens after this read reaches us.
+        await database_sync_to_async(replies_mark_interrupted)(conversation=conversation)
         latest = await _latest_reply(conversation)
         if latest is not None and latest.is_active:
             await self._resync(latest.pk)
@@ -48,6 +52,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "conversation"):
+            metrics.socket_closed()
             await self.channel_layer.group_discard(self.conversation.group_name, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:

@@ -18,7 +18,8 @@ import asyncio
 import logging
 import time
 import uuid
-from contextlib import aclosing, suppress
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -29,10 +30,12 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from conversations import metrics
 from conversations.engines import get_engine
 from conversations.engines.base import ChatMessage, EngineError, EngineStream, SamplingParams
 from conversations.models import Conversation, Message
 from conversations.services.prompt import build_chat_messages
+from conversations.services.recovery import replies_mark_interrupted
 
 logger = logging.getLogger("chatsite.generation")
 
@@ -79,6 +82,8 @@ def reply_create(
     The database's unique constraints make both refusals hold across processes.
     """
     engine = get_engine()
+    # A reply whose process died would otherwise block this conversation until the next restart.
+    replies_mark_interrupted(conversation=conversation)
     with transaction.atomic():
         try:
             with transaction.atomic():
@@ -162,6 +167,7 @@ class Generation:
 
     def __init__(self, plan: ReplyPlan):
         self.plan = plan
+        self.observer = metrics.GenerationObserver(plan.engine_name, plan.request_id)
         self.layer: BaseChannelLayer = get_channel_layer()
         self.channel = ""
         self.parts: list[str] = []
@@ -191,7 +197,10 @@ class Generation:
     async def run(self) -> None:
         plan = self.plan
         self.channel = await self.layer.new_channel()
-        await self.layer.group_add(plan.group, self.channel)
+        try:
+            await self.layer.group_add(plan.group, self.channel)
+        except Exception as exc:
+            logger.warning("group add failed request_id=%s: %r", plan.request_id, exc)
         listener = asyncio.create_task(self._listen())
         keeper = asyncio.create_task(self._keep_alive())
         status, error = Message.Status.COMPLETE, ""
@@ -218,7 +227,8 @@ class Generation:
             keeper.cancel()
             with suppress(Exception):
                 await self._finish(status, error)
-            await self.layer.group_discard(plan.group, self.channel)
+            with suppress(Exception):
+                await self.layer.group_discard(plan.group, self.channel)
             _running.pop(plan.message_id, None)
             self.done.set()
 
@@ -240,6 +250,7 @@ class Generation:
                     await self._on_delta(delta)
 
     async def _on_delta(self, delta: str) -> None:
+        self.observer.token()
         self.parts.append(delta)
         self.length += len(delta)
         if self.first_token_at is None:
@@ -271,7 +282,15 @@ class Generation:
     async def _listen(self) -> None:
         """Handle what tabs send to the group; ignore our own frames, which come back to us too."""
         while True:
-            event = await self.layer.receive(self.channel)
+            try:
+                event = await self.layer.receive(self.channel)
+            except Exception as exc:
+                # Redis went away: keep generating and saving; listen again once it is back.
+                logger.warning(
+                    "channel layer receive failed request_id=%s: %r", self.plan.request_id, exc
+                )
+                await asyncio.sleep(0.5)
+                continue
             kind = event.get("type")
             if event.get("message_id") not in (None, self.plan.message_id):
                 continue
@@ -287,12 +306,13 @@ class Generation:
             return
         self.cancel_requested_at = requested_at
         self.cancelled_by = cancelled_by
+        logger.info("cancel received request_id=%s, stopping the engine", self.plan.request_id)
         if self.stream is not None:
             await self.stream.stop()
 
     async def _send_snapshot(self, reply_channel: str) -> None:
         # Under the send lock, so every delta after the snapshot starts where it ends.
-        async with self._send_lock:
+        async with self._send_lock, _logged_failure("snapshot send", self.plan.request_id):
             await self.layer.send(
                 reply_channel,
                 {
@@ -309,7 +329,10 @@ class Generation:
         grace = settings.CHAT_DISCONNECT_GRACE_S
         while True:
             await asyncio.sleep(interval)
-            await database_sync_to_async(self._flush)()
+            try:
+                await database_sync_to_async(self._flush)()
+            except Exception as exc:
+                logger.warning("flush failed request_id=%s: %r", self.plan.request_id, exc)
             await self._group_send("chat.ping", reply_channel=self.channel)
             if time.monotonic() - self.last_viewer_seen > grace:
                 logger.info("no viewer for %ss request_id=%s", grace, self.plan.request_id)
@@ -338,6 +361,12 @@ class Generation:
         confirmed_at = None
         if status == Message.Status.CANCELLED and self.stream is not None:
             confirmed_at = await self.stream.stop()
+        self.observer.finished(
+            status,
+            tokens=result.completion_tokens if result is not None else 0,
+            cancel_requested_at=self.cancel_requested_at,
+            cancel_confirmed_at=confirmed_at,
+        )
         await database_sync_to_async(self._save_final)(status, error, result, confirmed_at)
         logger.info(
             "generation finished request_id=%s status=%s chars=%s",
@@ -378,9 +407,22 @@ class Generation:
         Conversation.objects.filter(pk=self.plan.conversation_id).update(updated_at=timezone.now())
 
     async def _group_send(self, kind: str, **fields: Any) -> None:
-        await self.layer.group_send(
-            self.plan.group, {"type": kind, "message_id": self.plan.message_id, **fields}
-        )
+        try:
+            await self.layer.group_send(
+                self.plan.group, {"type": kind, "message_id": self.plan.message_id, **fields}
+            )
+        except Exception as exc:
+            # A channel-layer outage must not lose the reply: the row is still written, and tabs
+            # that reconnect resynchronize from it and from us.
+            logger.warning("group send failed request_id=%s: %r", self.plan.request_id, exc)
+
+
+@asynccontextmanager
+async def _logged_failure(what: str, request_id: str) -> AsyncIterator[None]:
+    try:
+        yield
+    except Exception as exc:
+        logger.warning("%s failed request_id=%s: %r", what, request_id, exc)
 
 
 def _readable_error(exc: BaseException) -> str:

@@ -1,0 +1,157 @@
+"""Real daphne processes for tests that need several processes, crashes or a live server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.test import Client
+from websockets.asyncio.client import ClientConnection, connect
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def database_url() -> str:
+    """The URL of the database this test run uses (pytest-django's test database)."""
+    db = settings.DATABASES["default"]
+    user = db.get("USER") or "postgres"
+    return (
+        f"postgres://{user}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+    )
+
+
+class ServerProcess:
+    def __init__(self, port: int, env: dict[str, str], log: Path):
+        self.port = port
+        self.log = log
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "chatsite.asgi:application",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"daphne exited early:\n{self.log.read_text()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise TimeoutError(f"daphne did not start:\n{self.log.read_text()}")
+
+    def kill(self) -> None:
+        """kill -9: no cleanup, like a crashed or OOM-killed process."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def server_env(**overrides: Any) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "DEBUG": "0",
+        "SECRET_KEY": "tests-only-secret-key-not-for-production",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DATABASE_URL": database_url(),
+        "REDIS_URL": settings.REDIS_URL,
+        "CHAT_ENGINE": "scripted",
+        "CHAT_SCRIPTED_TOKENS": "200",
+        "CHAT_SCRIPTED_DELAY_MS": "20",
+        "CHAT_FLUSH_INTERVAL_S": "0.2",
+        "LOG_LEVEL": "INFO",
+    }
+    env.update({key: str(value) for key, value in overrides.items()})
+    return env
+
+
+@contextmanager
+def servers(count: int, tmp_path: Path, **overrides: Any) -> Iterator[list[ServerProcess]]:
+    env = server_env(**overrides)
+    started = [ServerProcess(free_port(), env, tmp_path / f"daphne-{i}.log") for i in range(count)]
+    try:
+        for server in started:
+            server.wait_ready()
+        yield started
+    finally:
+        for server in started:
+            server.stop()
+
+
+def session_cookie(user: Any) -> str:
+    client = Client()
+    client.force_login(user)
+    return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+
+
+class LiveSocket:
+    """A JSON-protocol client of a live server's conversation socket."""
+
+    def __init__(self, connection: ClientConnection):
+        self.connection = connection
+
+    async def send(self, **frame: Any) -> None:
+        await self.connection.send(json.dumps(frame))
+
+    async def receive(self, timeout: float = 10) -> dict[str, Any]:
+        return json.loads(await asyncio.wait_for(self.connection.recv(), timeout))
+
+    async def receive_until(self, predicate: Any, timeout: float = 20) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            event = await self.receive(timeout=max(0.1, deadline - time.monotonic()))
+            events.append(event)
+            if predicate(event):
+                return events
+
+
+def open_socket(server: ServerProcess, conversation_id: Any, cookie: str) -> Any:
+    return connect(
+        f"ws://127.0.0.1:{server.port}/ws/conversations/{conversation_id}/",
+        subprotocols=["chatsite.v1.json"],  # type: ignore[list-item]
+        additional_headers={"Cookie": cookie, "Origin": server.origin},
+        open_timeout=10,
+    )

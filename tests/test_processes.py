@@ -1,0 +1,149 @@
+"""Several real daphne processes sharing Redis and PostgreSQL: cancel, join, crash."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from conversations.engines.scripted import scripted_token
+from conversations.models import Message
+from tests.conftest import finished, streamed_text
+from tests.servers import ROOT, LiveSocket, open_socket, server_env, servers, session_cookie
+
+pytestmark = [
+    pytest.mark.processes,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        not settings.REDIS_URL or "postgresql" not in settings.DATABASES["default"]["ENGINE"],
+        reason="needs REDIS_URL and a PostgreSQL DATABASE_URL (several processes share them)",
+    ),
+]
+
+
+def reply_of(conversation: Any) -> Message:
+    return conversation.messages.get(role=Message.Role.ASSISTANT)
+
+
+def full_reply(tokens: int) -> str:
+    return "".join(scripted_token(i) for i in range(tokens))
+
+
+async def test_a_cancel_through_one_process_stops_a_reply_running_in_another(
+    alice: Any, conversation: Any, tmp_path: Path
+) -> None:
+    cookie = await database_sync_to_async(session_cookie)(alice)
+    with servers(2, tmp_path, CHAT_SCRIPTED_TOKENS=2000) as (a, b):
+        async with (
+            open_socket(a, conversation.pk, cookie) as ws_a,
+            open_socket(b, conversation.pk, cookie) as ws_b,
+        ):
+            tab_a, tab_b = LiveSocket(ws_a), LiveSocket(ws_b)
+            await tab_a.send(action="send", content="count", idempotency_key="k1")
+            await tab_a.receive_until(lambda e: e["type"] == "message.delta")
+            await tab_b.receive_until(lambda e: e["type"] == "message.delta")
+            await tab_b.send(action="cancel")
+            events_a = await tab_a.receive_until(finished)
+            events_b = await tab_b.receive_until(finished)
+
+    assert events_a[-1]["message"]["status"] == "cancelled"
+    assert events_b[-1]["message"]["status"] == "cancelled"
+    row = await database_sync_to_async(reply_of)(conversation)
+    assert row.status == Message.Status.CANCELLED
+    assert 0 < row.completion_tokens < 2000, "the engine stopped long before the end"
+    assert row.content == full_reply(row.completion_tokens)
+    assert row.cancelled_by == "alice" and row.cancel_latency_ms is not None
+
+
+async def test_a_tab_joining_another_process_mid_reply_sees_it_exactly_once(
+    alice: Any, conversation: Any, tmp_path: Path
+) -> None:
+    cookie = await database_sync_to_async(session_cookie)(alice)
+    with servers(2, tmp_path, CHAT_SCRIPTED_TOKENS=150) as (a, b):
+        async with open_socket(a, conversation.pk, cookie) as ws_a:
+            tab_a = LiveSocket(ws_a)
+            await tab_a.send(action="send", content="go")
+            await tab_a.receive_until(lambda e: e["type"] == "message.delta" and e["offset"] > 200)
+            async with open_socket(b, conversation.pk, cookie) as ws_b:
+                late = await LiveSocket(ws_b).receive_until(finished)
+            await tab_a.receive_until(finished)
+
+    assert late[0]["type"] == "message.snapshot" and len(late[0]["text"]) > 200
+    assert streamed_text(late) == full_reply(150)
+    row = await database_sync_to_async(reply_of)(conversation)
+    assert row.status == Message.Status.COMPLETE and row.content == full_reply(150)
+
+
+async def test_a_killed_process_leaves_its_flushed_text_and_an_interrupted_reply(
+    alice: Any, conversation: Any, tmp_path: Path
+) -> None:
+    cookie = await database_sync_to_async(session_cookie)(alice)
+    overrides = {
+        "CHAT_SCRIPTED_TOKENS": 2000,
+        "CHAT_HEARTBEAT_TIMEOUT_S": 1,
+        "CHAT_FLUSH_INTERVAL_S": 0.2,
+    }
+    with servers(1, tmp_path, **overrides) as (a,):
+        async with open_socket(a, conversation.pk, cookie) as ws:
+            tab = LiveSocket(ws)
+            await tab.send(action="send", content="go")
+            events = await tab.receive_until(
+                lambda e: e["type"] == "message.delta" and e["offset"] > 300
+            )
+            seen = streamed_text([e for e in events if e["type"] == "message.delta"])
+            await asyncio.sleep(0.5)  # at least one flush after what we saw
+            a.kill()
+
+    row = await database_sync_to_async(reply_of)(conversation)
+    assert row.status == Message.Status.STREAMING, "nothing settled it yet: the process is gone"
+    assert row.content.startswith(seen), "what the user saw was flushed before the kill"
+    assert row.content == full_reply(len(row.content.split()))
+
+    await asyncio.sleep(1.2)  # the heartbeat goes stale
+    result = subprocess.run(
+        [sys.executable, "manage.py", "mark_interrupted"],
+        cwd=ROOT,
+        env=server_env(**overrides),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "1 reply(s) marked interrupted" in result.stdout
+    row = await database_sync_to_async(reply_of)(conversation)
+    assert row.status == Message.Status.INTERRUPTED
+    assert row.content.startswith(seen)
+
+    # The conversation is usable again, through a fresh process.
+    with servers(1, tmp_path, **overrides) as (b,):
+        async with open_socket(b, conversation.pk, cookie) as ws:
+            tab = LiveSocket(ws)
+            await tab.send(action="send", content="again")
+            events = await tab.receive_until(finished, timeout=60)
+    assert events[-1]["message"]["status"] == "complete"
+
+
+async def test_a_restarted_process_marks_replies_of_a_dead_one_interrupted(
+    alice: Any, conversation: Any, tmp_path: Path
+) -> None:
+    cookie = await database_sync_to_async(session_cookie)(alice)
+    overrides = {"CHAT_SCRIPTED_TOKENS": 2000, "CHAT_HEARTBEAT_TIMEOUT_S": 1}
+    with servers(1, tmp_path, **overrides) as (a,):
+        async with open_socket(a, conversation.pk, cookie) as ws:
+            tab = LiveSocket(ws)
+            await tab.send(action="send", content="go")
+            await tab.receive_until(lambda e: e["type"] == "message.delta")
+            a.kill()
+    await asyncio.sleep(1.2)
+    started = time.monotonic()
+    with servers(1, tmp_path, **overrides):
+        row = await database_sync_to_async(reply_of)(conversation)
+    assert row.status == Message.Status.INTERRUPTED, (
+        f"settled at start-up ({time.monotonic() - started:.1f}s)"
+    )
