@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -107,15 +106,13 @@ async def test_a_killed_process_leaves_its_flushed_text_and_an_interrupted_reply
     assert row.content == full_reply(len(row.content.split()))
 
     await asyncio.sleep(1.2)  # the heartbeat goes stale
-    result = subprocess.run(
-        [sys.executable, "manage.py", "mark_interrupted"],
-        cwd=ROOT,
-        env=server_env(**overrides),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "1 reply(s) marked interrupted" in result.stdout
+    command = await asyncio.create_subprocess_exec(
+        sys.executable, "manage.py", "mark_interrupted",
+        cwd=ROOT, env=server_env(**overrides), stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    stdout, _ = await command.communicate()
+    assert command.returncode == 0
+    assert "1 reply(s) marked interrupted" in stdout.decode()
     row = await database_sync_to_async(reply_of)(conversation)
     assert row.status == Message.Status.INTERRUPTED
     assert row.content.startswith(seen)
