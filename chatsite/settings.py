@@ -136,6 +136,19 @@ CHAT_MODEL_PATH = env_str("CHAT_MODEL_PATH")
 CHAT_CONTEXT_TOKENS = env_int("CHAT_CONTEXT_TOKENS", 2048, minimum=256)
 CHAT_LLAMA_THREADS = env_int("CHAT_LLAMA_THREADS", 0, minimum=0)
 
+# CHAT_ENGINE=openai: any OpenAI-compatible server (`vllm serve`, llama.cpp's server, ...).
+CHAT_OPENAI_BASE_URL = env_str("CHAT_OPENAI_BASE_URL", "http://127.0.0.1:8001/v1")
+CHAT_OPENAI_API_KEY = env_str("CHAT_OPENAI_API_KEY")
+CHAT_OPENAI_MODEL = env_str("CHAT_OPENAI_MODEL")  # empty: the first model the server lists
+# Seconds to connect, and the longest silence allowed between two chunks of a reply.
+CHAT_OPENAI_TIMEOUT = env_float("CHAT_OPENAI_TIMEOUT", 60.0, minimum=0.1)
+
+# CHAT_ENGINE=vllm: vLLM inside the web process (needs `pip install .[vllm]` and a GPU).
+CHAT_VLLM_MODEL = env_str("CHAT_VLLM_MODEL")
+CHAT_VLLM_TENSOR_PARALLEL_SIZE = env_int("CHAT_VLLM_TENSOR_PARALLEL_SIZE", 1, minimum=1)
+CHAT_VLLM_MAX_MODEL_LEN = env_int("CHAT_VLLM_MAX_MODEL_LEN", 4096, minimum=256)
+CHAT_VLLM_GPU_MEMORY_UTILIZATION = env_float("CHAT_VLLM_GPU_MEMORY_UTILIZATION", 0.9, minimum=0.05)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -1,0 +1,238 @@
+"""The openai engine: streams /chat/completions from any OpenAI-compatible server.
+
+`vllm serve`, llama.cpp's server and hosted APIs all speak it. One task per reply reads the
+server-sent events and hands text deltas to the reader through a queue. Stop cancels that task:
+httpx then closes the connection (a half-read response never goes back to the pool), and a
+closed connection is the abort signal these servers listen for; vLLM aborts the request in its
+scheduler, llama.cpp's server stops pulling tokens and frees the model for the next request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from conversations.engines.base import (
+    ChatMessage,
+    EngineError,
+    SamplingParams,
+    StreamResult,
+    estimate_tokens,
+)
+
+_END = object()
+
+
+class OpenAIStream:
+    def __init__(self, engine: OpenAIEngine, messages: list[ChatMessage], params: SamplingParams):
+        self.engine = engine
+        self.messages = messages
+        self.params = params
+        self.result = StreamResult(
+            prompt_tokens=sum(engine.count_tokens(m.content) for m in messages)
+        )
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._reader: asyncio.Task[None] | None = None
+        self._stop_requested = False
+        self._saw_usage = False
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        if self._stop_requested:
+            return  # stopped before it started: no request was ever sent
+        self._reader = asyncio.create_task(self._read(), name="openai-stream")
+        try:
+            while (item := await self._queue.get()) is not _END:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            await self._cancel_reader()  # the reader went away: close the connection now
+
+    async def stop(self) -> datetime:
+        self._stop_requested = True
+        await self._cancel_reader()
+        self._queue.put_nowait(_END)
+        if self.result.stopped_at is None:
+            self.result.stopped_at = datetime.now(UTC)
+        return self.result.stopped_at
+
+    async def _cancel_reader(self) -> None:
+        reader = self._reader
+        if reader is None or reader.done():
+            return
+        reader.cancel()
+        # Returns once the task has unwound, i.e. httpx has closed the socket. asyncio.wait
+        # rather than `await reader`, so a cancellation of *this* task is not swallowed.
+        await asyncio.wait([reader])
+        if not self.result.finish_reason:
+            self.result.finish_reason = "abort"
+
+    async def _read(self) -> None:
+        """Runs as its own task: one HTTP request, its events turned into queue items."""
+        engine = self.engine
+        try:
+            client = engine.client()
+            model = await engine.resolve_model(client)
+            body = {
+                "model": model,
+                "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+                "max_tokens": self.params.max_tokens,
+                "temperature": self.params.temperature,
+                "stream": True,
+                # Servers that know it (vLLM, OpenAI) end with a chunk carrying token counts.
+                "stream_options": {"include_usage": True},
+            }
+            async with client.stream("POST", "chat/completions", json=body) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise EngineError(_status_error(response, model))
+                if await self._read_events(response):
+                    self._queue.put_nowait(_END)
+                    return
+            raise EngineError("The model server ended the reply before it was complete.")
+        except EngineError as exc:
+            self._queue.put_nowait(exc)
+        except httpx.HTTPError as exc:
+            self._queue.put_nowait(EngineError(_transport_error(exc, engine)))
+
+    async def _read_events(self, response: httpx.Response) -> bool:
+        """Queue the text of each event; True once the server said the reply is done."""
+        async for line in response.aiter_lines():
+            if not line.startswith("data:"):
+                continue  # blank separators, ": ping" comments, "event:" lines
+            data = line[5:].strip()
+            if data == "[DONE]":
+                return True
+            try:
+                chunk = json.loads(data)
+                if "error" in chunk:
+                    error = chunk["error"]
+                    message = error.get("message") if isinstance(error, dict) else error
+                    raise EngineError(f"The model server reported an error: {message}")
+                self._take_usage(chunk.get("usage"))
+                for choice in chunk.get("choices") or ():
+                    text = (choice.get("delta") or {}).get("content")
+                    if text:
+                        if not self._saw_usage:
+                            self.result.completion_tokens += 1
+                        self._queue.put_nowait(text)
+                    if choice.get("finish_reason"):
+                        self.result.finish_reason = choice["finish_reason"]
+            except (ValueError, TypeError, AttributeError):
+                raise EngineError(
+                    f"The model server sent a malformed chunk: {data[:80]!r}"
+                ) from None
+        return False
+
+    def _take_usage(self, usage: Any) -> None:
+        if usage:
+            self._saw_usage = True
+            self.result.prompt_tokens = usage.get("prompt_tokens", self.result.prompt_tokens)
+            self.result.completion_tokens = usage.get("completion_tokens", 0)
+
+
+class OpenAIEngine:
+    name = "openai"
+
+    def __init__(
+        self, *, base_url: str, api_key: str, model: str, timeout: float, context_tokens: int
+    ):
+        if not base_url.startswith(("http://", "https://")):
+            raise ImproperlyConfigured(
+                f"CHAT_OPENAI_BASE_URL must be an http(s) URL such as "
+                f"http://127.0.0.1:8001/v1; got {base_url!r}."
+            )
+        self.base_url = base_url.rstrip("/") + "/"
+        self.api_key = api_key
+        self.model = model
+        self.timeout = timeout
+        self.context_tokens = context_tokens
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def client(self) -> httpx.AsyncClient:
+        """One pooled client per event loop (connections belong to the loop that opened them)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+            self._client = httpx.AsyncClient(
+                base_url=self.base_url,
+                headers=headers,
+                # connect/read/write/pool each: read is the longest pause between two chunks.
+                timeout=httpx.Timeout(self.timeout),
+                limits=httpx.Limits(max_connections=200, max_keepalive_connections=20),
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def resolve_model(self, client: httpx.AsyncClient) -> str:
+        """CHAT_OPENAI_MODEL, or else the first model the server lists (asked once)."""
+        if not self.model:
+            response = await client.get("models")
+            if response.status_code >= 400:
+                raise EngineError(_status_error(response, ""))
+            try:
+                self.model = str(response.json()["data"][0]["id"])
+            except (ValueError, KeyError, IndexError, TypeError):
+                raise EngineError(
+                    "The model server lists no model; set CHAT_OPENAI_MODEL."
+                ) from None
+        return self.model
+
+    def count_tokens(self, text: str) -> int:
+        return estimate_tokens(text)  # the server's tokenizer is not ours to call
+
+    def stream(
+        self, messages: list[ChatMessage], params: SamplingParams, *, request_id: str
+    ) -> OpenAIStream:
+        return OpenAIStream(self, messages, params)
+
+
+def _status_error(response: httpx.Response, model: str) -> str:
+    detail = _error_detail(response)
+    code = response.status_code
+    if code in (401, 403):
+        return f"The model server refused our credentials (HTTP {code}); check CHAT_OPENAI_API_KEY. {detail}".strip()
+    if code == 404 and model:
+        return f"The model server has no model {model!r} (HTTP 404); check CHAT_OPENAI_MODEL. {detail}".strip()
+    return f"The model server answered HTTP {code}. {detail}".strip()
+
+
+def _error_detail(response: httpx.Response) -> str:
+    """The server's own explanation, from the usual JSON error shapes, kept short."""
+    try:
+        payload = response.json()
+        error = payload.get("error", payload.get("detail", payload.get("message")))
+        if isinstance(error, dict):
+            error = error.get("message")
+        text = str(error) if error else ""
+    except (ValueError, AttributeError):
+        text = response.text
+    return " ".join(text.split())[:200]
+
+
+def _transport_error(exc: httpx.HTTPError, engine: OpenAIEngine) -> str:
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+        return f"Could not connect to the model server at {engine.base_url} ({exc.__class__.__name__})."
+    if isinstance(exc, httpx.ReadTimeout):
+        return f"The model server sent nothing for {engine.timeout:g} seconds."
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "The model server closed the connection in the middle of the reply."
+    return f"The model server failed: {exc.__class__.__name__}: {exc}"
+
+
+def build_engine() -> OpenAIEngine:
+    return OpenAIEngine(
+        base_url=settings.CHAT_OPENAI_BASE_URL,
+        api_key=settings.CHAT_OPENAI_API_KEY,
+        model=settings.CHAT_OPENAI_MODEL,
+        timeout=settings.CHAT_OPENAI_TIMEOUT,
+        context_tokens=settings.CHAT_CONTEXT_TOKENS,
+    )

@@ -1,0 +1,233 @@
+"""The vllm engine: vLLM's AsyncLLM inside the web process, for a machine with a GPU.
+
+The AsyncLLM is built once per process, on the first reply, inside the event loop (as
+`vllm serve` does; loading the model blocks that loop once). Every reply is one vLLM request
+under the Message's request_id, streamed with RequestOutputKind.DELTA: vLLM merges deltas the
+reader has not taken yet rather than dropping them. Stop awaits `abort(request_id)`, which takes
+the request out of vLLM's scheduler; the stop is confirmed when vLLM's own stream ends with
+finish_reason "abort". A reader that goes away closes vLLM's generator, which aborts too.
+
+vllm is an optional extra (`pip install '.[vllm]'`): it is imported by `import_vllm()` only,
+when this backend is selected. Tests hand a stand-in to `VllmEngine(api=...)` instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from conversations.engines.base import (
+    ChatMessage,
+    EngineError,
+    SamplingParams,
+    StreamResult,
+    estimate_tokens,
+)
+
+
+@dataclass(frozen=True)
+class VllmApi:
+    """The names this backend uses from vllm, gathered in one place."""
+
+    AsyncLLM: Any
+    AsyncEngineArgs: Any
+    SamplingParams: Any
+    RequestOutputKind: Any
+
+
+def import_vllm() -> VllmApi:
+    try:
+        from vllm import AsyncEngineArgs
+        from vllm import SamplingParams as VllmSamplingParams
+        from vllm.sampling_params import RequestOutputKind
+    except ImportError as exc:
+        raise ImproperlyConfigured(
+            "CHAT_ENGINE=vllm needs the vllm package: `pip install '.[vllm]'` on a machine "
+            f"with a supported GPU ({exc})."
+        ) from exc
+    try:
+        from vllm.v1.engine.async_llm import AsyncLLM
+    except ImportError:  # releases before the V1 engine exported it under this path
+        from vllm.engine.async_llm_engine import AsyncLLMEngine as AsyncLLM
+    return VllmApi(AsyncLLM, AsyncEngineArgs, VllmSamplingParams, RequestOutputKind)
+
+
+class VllmStream:
+    def __init__(
+        self,
+        engine: VllmEngine,
+        messages: list[ChatMessage],
+        params: SamplingParams,
+        request_id: str,
+    ):
+        self.engine = engine
+        self.messages = messages
+        self.params = params
+        self.request_id = request_id
+        self.result = StreamResult()
+        self._llm: Any = None
+        self._stop_requested = False
+        self._started = False
+        self._done = asyncio.Event()
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        try:
+            if self._stop_requested:
+                return
+            self._started = True
+            self._llm = llm = self.engine.llm()
+            prompt_ids = await self.engine.render(self.messages)
+            self.result.prompt_tokens = len(prompt_ids)
+            if self._stop_requested:
+                return  # stopped while the prompt was being rendered: vLLM never saw it
+            api = self.engine.api
+            sampling = api.SamplingParams(
+                n=1,
+                max_tokens=self.params.max_tokens,
+                temperature=self.params.temperature,
+                output_kind=api.RequestOutputKind.DELTA,
+            )
+            outputs = llm.generate({"prompt_token_ids": prompt_ids}, sampling, self.request_id)
+            # aclosing: if our reader goes away, vLLM's generator is closed now (which aborts
+            # the request) instead of whenever it is garbage-collected.
+            async with aclosing(outputs):
+                async for output in outputs:
+                    completion = output.outputs[0]
+                    if self._stop_requested and completion.finish_reason is None:
+                        # An abort sent before vLLM had registered the id was a no-op; now it
+                        # is registered (it produced output), so abort again. Idempotent.
+                        await llm.abort(self.request_id)
+                    self.result.completion_tokens += len(completion.token_ids)
+                    if completion.finish_reason:
+                        self.result.finish_reason = str(completion.finish_reason)
+                    if completion.text:
+                        yield completion.text
+        except EngineError:
+            raise
+        except Exception as exc:
+            raise EngineError(f"vLLM failed: {_describe(exc)}") from exc
+        finally:
+            if self._stop_requested and self.result.stopped_at is None:
+                self.result.stopped_at = datetime.now(UTC)
+            self._done.set()
+
+    async def stop(self) -> datetime:
+        self._stop_requested = True
+        if not self._started:
+            self._done.set()  # never iterated: nothing reached vLLM
+        elif not self._done.is_set() and self._llm is not None:
+            await self._llm.abort(self.request_id)
+        # Set when vLLM's stream has ended, with finish_reason "abort" once the abort landed.
+        await self._done.wait()
+        if self.result.stopped_at is None:
+            self.result.stopped_at = datetime.now(UTC)
+        return self.result.stopped_at
+
+
+class VllmEngine:
+    name = "vllm"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        tensor_parallel_size: int,
+        max_model_len: int,
+        gpu_memory_utilization: float,
+        api: VllmApi,
+    ):
+        if not model:
+            raise ImproperlyConfigured(
+                "CHAT_ENGINE=vllm needs CHAT_VLLM_MODEL: a Hugging Face model id such as "
+                "Qwen/Qwen2.5-0.5B-Instruct, or a local model directory."
+            )
+        if not 0 < gpu_memory_utilization <= 1:
+            raise ImproperlyConfigured(
+                "CHAT_VLLM_GPU_MEMORY_UTILIZATION is the share of GPU memory vLLM may use, "
+                f"above 0 and at most 1; got {gpu_memory_utilization}."
+            )
+        self.model = model
+        self.context_tokens = max_model_len
+        self.tensor_parallel_size = tensor_parallel_size
+        self.gpu_memory_utilization = gpu_memory_utilization
+        self.api = api
+        self._llm: Any = None
+        self._tokenizer: Any = None
+        self._build_lock = threading.Lock()
+
+    def llm(self) -> Any:
+        """The process's AsyncLLM, built on first use."""
+        with self._build_lock:
+            if self._llm is None:
+                args = self.api.AsyncEngineArgs(
+                    model=self.model,
+                    tensor_parallel_size=self.tensor_parallel_size,
+                    max_model_len=self.context_tokens,
+                    gpu_memory_utilization=self.gpu_memory_utilization,
+                )
+                try:
+                    self._llm = self.api.AsyncLLM.from_engine_args(args)
+                except Exception as exc:
+                    raise EngineError(
+                        f"vLLM could not start model {self.model!r}: {_describe(exc)}"
+                    ) from exc
+            return self._llm
+
+    async def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            tokenizer = self.llm().get_tokenizer()
+            if inspect.isawaitable(tokenizer):  # a coroutine up to vLLM 0.11, plain since
+                tokenizer = await tokenizer
+            self._tokenizer = tokenizer
+        return self._tokenizer
+
+    async def render(self, messages: list[ChatMessage]) -> list[int]:
+        """The prompt as token ids, through the model's own chat template."""
+        tokenizer = await self.tokenizer()
+        text = tokenizer.apply_chat_template(
+            [{"role": m.role, "content": m.content} for m in messages],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+        # The template already wrote the special tokens (BOS and the like) as text.
+        return list(tokenizer.encode(text, add_special_tokens=False))
+
+    def count_tokens(self, text: str) -> int:
+        # Until the first reply has loaded the model there is no tokenizer to ask.
+        if self._tokenizer is None:
+            return estimate_tokens(text)
+        return len(self._tokenizer.encode(text, add_special_tokens=False))
+
+    def stream(
+        self, messages: list[ChatMessage], params: SamplingParams, *, request_id: str
+    ) -> VllmStream:
+        return VllmStream(self, messages, params, request_id)
+
+
+def _describe(exc: BaseException) -> str:
+    """vLLM's EngineGenerateError has no message of its own; its cause says what happened."""
+    parts: list[str] = []
+    current: BaseException | None = exc
+    while current is not None and len(parts) < 3:
+        parts.append(f"{current.__class__.__name__}: {current}".rstrip(": "))
+        current = current.__cause__
+    return " <- ".join(parts)
+
+
+def build_engine() -> VllmEngine:
+    return VllmEngine(
+        model=settings.CHAT_VLLM_MODEL,
+        tensor_parallel_size=settings.CHAT_VLLM_TENSOR_PARALLEL_SIZE,
+        max_model_len=settings.CHAT_VLLM_MAX_MODEL_LEN,
+        gpu_memory_utilization=settings.CHAT_VLLM_GPU_MEMORY_UTILIZATION,
+        api=import_vllm(),
+    )
