@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
+from conversations import metrics
 from conversations.events import JSON_SUBPROTOCOL, HtmlRenderer, JsonRenderer
 from conversations.frames import CancelFrame, FrameError, parse_frame
 from conversations.models import Conversation, Message
-from conversations import metrics
 from conversations.services import generation
 from conversations.services.limits import check_send_allowed
 from conversations.services.recovery import replies_mark_interrupted
@@ -40,6 +43,10 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         self.renderer = JsonRenderer() if json_mode else HtmlRenderer()
         # message id -> characters of it this socket has shown; None while waiting for a snapshot.
         self.shown: dict[int, int | None] = {}
+        # message id -> when this socket last heard anything about it (see _settle_silent_replies).
+        self.last_heard: dict[int, float] = {}
+        self.watchdog: asyncio.Task[None] | None = None
+        self.settled: set[int] = set()
         await self.channel_layer.group_add(conversation.group_name, self.channel_name)
         await self.accept(subprotocol=JSON_SUBPROTOCOL if json_mode else None)
         # Joined the group before reading the row: whatever happens after this read reaches us.
@@ -53,6 +60,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "conversation"):
             metrics.socket_closed()
+            if self.watchdog is not None:
+                self.watchdog.cancel()
             await self.channel_layer.group_discard(self.conversation.group_name, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
@@ -78,12 +87,16 @@ class ConversationConsumer(AsyncWebsocketConsumer):
 
     async def chat_started(self, event: dict[str, Any]) -> None:
         self.shown[event["message_id"]] = 0
+        self._heard(event["message_id"])
         user_message, reply = await _messages(event["user_message_id"], event["message_id"])
         await self._send(self.renderer.started(user_message, reply))
 
     async def chat_delta(self, event: dict[str, Any]) -> None:
         message_id, offset, text = event["message_id"], event["offset"], event["text"]
+        self._heard(message_id)
         shown = self.shown.get(message_id)
+        if message_id in self.settled:
+            return
         if shown is None:
             if message_id not in self.shown:
                 await self._resync(message_id)
@@ -99,15 +112,22 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         await self._send(self.renderer.delta(message_id, shown, text[shown - offset :]))
 
     async def chat_snapshot(self, event: dict[str, Any]) -> None:
+        self._heard(event["message_id"])
         self.shown[event["message_id"]] = len(event["text"])
         await self._send(self.renderer.snapshot(event["message_id"], event["text"]))
 
     async def chat_finished(self, event: dict[str, Any]) -> None:
+        if event["message_id"] in self.settled:
+            return  # already settled from the database; the late event changes nothing
+        self.settled.add(event["message_id"])
         self.shown.pop(event["message_id"], None)
+        self.last_heard.pop(event["message_id"], None)
         reply = await database_sync_to_async(Message.objects.get)(pk=event["message_id"])
         await self._send(self.renderer.finished(reply))
 
     async def chat_ping(self, event: dict[str, Any]) -> None:
+        if event["message_id"] in self.shown:
+            self._heard(event["message_id"])
         await self.channel_layer.send(
             event["reply_channel"], {"type": "generation.pong", "message_id": event["message_id"]}
         )
@@ -121,6 +141,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
 
     async def _resync(self, message_id: int) -> None:
         self.shown[message_id] = None
+        self._heard(message_id)
         await self.channel_layer.group_send(
             self.conversation.group_name,
             {
@@ -129,6 +150,29 @@ class ConversationConsumer(AsyncWebsocketConsumer):
                 "reply_channel": self.channel_name,
             },
         )
+
+    def _heard(self, message_id: int) -> None:
+        self.last_heard[message_id] = time.monotonic()
+        if self.watchdog is None or self.watchdog.done():
+            self.watchdog = asyncio.create_task(self._settle_silent_replies())
+
+    async def _settle_silent_replies(self) -> None:
+        """Group messages can be lost (a full channel drops them; Redis can restart), so a reply
+        this socket hears nothing about for a while is settled from the database instead."""
+        quiet = max(2.0, 3 * settings.CHAT_FLUSH_INTERVAL_S)
+        while self.last_heard:
+            await asyncio.sleep(quiet / 2)
+            for message_id, heard in list(self.last_heard.items()):
+                if time.monotonic() - heard < quiet:
+                    continue
+                await database_sync_to_async(replies_mark_interrupted)(
+                    conversation=self.conversation
+                )
+                reply = await database_sync_to_async(Message.objects.get)(pk=message_id)
+                if reply.is_active:
+                    await self._resync(message_id)  # still running somewhere: ask it again
+                else:
+                    await self.chat_finished({"message_id": message_id})
 
     async def _send(self, frame: str | None) -> None:
         if frame is not None:

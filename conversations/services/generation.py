@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from channels.db import database_sync_to_async
+from channels.exceptions import ChannelFull
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -38,6 +39,8 @@ from conversations.services.prompt import build_chat_messages
 from conversations.services.recovery import replies_mark_interrupted
 
 logger = logging.getLogger("chatsite.generation")
+
+SNAPSHOT_ATTEMPTS = 20
 
 # Strong references to running generations: asyncio keeps only weak ones to tasks.
 _running: dict[int, Generation] = {}
@@ -182,6 +185,7 @@ class Generation:
         self.task: asyncio.Task[None] | None = None
         self.done = asyncio.Event()
         self._send_lock = asyncio.Lock()
+        self._snapshot_tasks: set[asyncio.Task[None]] = set()
         self._frame_task: asyncio.Task[None] | None = None
         self._last_frame_at = float("-inf")
         self._coalesce_s = settings.CHAT_COALESCE_MS / 1000
@@ -297,7 +301,10 @@ class Generation:
             if kind == "generation.cancel":
                 await self._cancel(event["requested_at"], event.get("cancelled_by", ""))
             elif kind == "generation.sync":
-                await self._send_snapshot(event["reply_channel"])
+                # In a task of its own: a full channel makes it retry, and cancels must not wait.
+                task = asyncio.create_task(self._send_snapshot(event["reply_channel"]))
+                self._snapshot_tasks.add(task)
+                task.add_done_callback(self._snapshot_tasks.discard)
             elif kind == "generation.pong":
                 self.last_viewer_seen = time.monotonic()
 
@@ -313,15 +320,21 @@ class Generation:
     async def _send_snapshot(self, reply_channel: str) -> None:
         # Under the send lock, so every delta after the snapshot starts where it ends.
         async with self._send_lock, _logged_failure("snapshot send", self.plan.request_id):
-            await self.layer.send(
-                reply_channel,
-                {
-                    "type": "chat.snapshot",
-                    "message_id": self.plan.message_id,
-                    "offset": 0,
-                    "text": self.text[: self.sent],
-                },
-            )
+            snapshot = {
+                "type": "chat.snapshot",
+                "message_id": self.plan.message_id,
+                "offset": 0,
+                "text": self.text[: self.sent],
+            }
+            # The tab asking is often the one whose channel overflowed: give it time to drain.
+            for attempt in range(SNAPSHOT_ATTEMPTS):
+                try:
+                    await self.layer.send(reply_channel, snapshot)
+                    return
+                except ChannelFull:
+                    if attempt == SNAPSHOT_ATTEMPTS - 1:
+                        raise
+                    await asyncio.sleep(0.05)
 
     async def _keep_alive(self) -> None:
         """Flush partial text and the heartbeat; stop the engine once nobody has watched for a while."""

@@ -1,0 +1,154 @@
+"""Nothing lost, nothing orphaned: abandoned replies, engine failures, slow consumers."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import channel_layers
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.urls import path
+
+from conversations.consumers import ConversationConsumer
+from conversations.engines.scripted import scripted_token
+from conversations.events import JSON_SUBPROTOCOL
+from conversations.models import Message
+from tests.conftest import Socket, finished, streamed_text
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+@database_sync_to_async
+def reply_of(conversation: Any) -> Message:
+    return conversation.messages.filter(role=Message.Role.ASSISTANT).last()
+
+
+async def wait_for_status(conversation: Any, *statuses: str, timeout: float = 10) -> Message:
+    async with asyncio.timeout(timeout):
+        while True:
+            row = await reply_of(conversation)
+            if row is not None and row.status in statuses:
+                return row
+            await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+def quick_keepalive(settings: Any) -> None:
+    settings.CHAT_FLUSH_INTERVAL_S = 0.1
+    settings.CHAT_DISCONNECT_GRACE_S = 0.5
+
+
+async def test_an_abandoned_reply_is_stopped_after_the_grace_period(
+    connect: Any, alice: Any, conversation: Any, scripted_engine: Any, quick_keepalive: None
+) -> None:
+    scripted_engine.tokens = 10_000
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="go")
+    await socket.receive_until(lambda e: e["type"] == "message.delta")
+    await socket.close()
+
+    row = await wait_for_status(conversation, Message.Status.CANCELLED)
+    assert row.cancelled_by == "disconnect"
+    assert 0 < row.completion_tokens < 10_000
+    record = scripted_engine.records[row.request_id]
+    assert record.stop_requested_at is not None and record.finished
+
+
+async def test_a_viewer_back_within_the_grace_period_keeps_the_reply_going(
+    connect: Any,
+    alice: Any,
+    conversation: Any,
+    scripted_engine: Any,
+    quick_keepalive: None,
+    settings: Any,
+) -> None:
+    settings.CHAT_DISCONNECT_GRACE_S = 1.0
+    scripted_engine.tokens = 120
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="go")
+    await socket.receive_until(lambda e: e["type"] == "message.delta")
+    await socket.close()
+    await asyncio.sleep(0.3)
+
+    back, _, _ = await connect(alice, conversation.pk)
+    events = await back.receive_until(finished, timeout=20)
+    assert events[-1]["message"]["status"] == "complete"
+    assert streamed_text(events) == "".join(scripted_token(i) for i in range(120))
+
+
+async def test_an_engine_failure_is_an_error_in_every_tab_and_the_text_is_kept(
+    connect: Any, alice: Any, conversation: Any, scripted_engine: Any
+) -> None:
+    scripted_engine.fail_after = 5
+    first, _, _ = await connect(alice, conversation.pk)
+    second, _, _ = await connect(alice, conversation.pk)
+    await first.send(action="send", content="go")
+    for tab in (first, second):
+        events = await tab.receive_until(finished)
+        message = events[-1]["message"]
+        assert message["status"] == "error"
+        assert message["error"] == "The scripted engine failed on purpose."
+        assert message["content"] == "".join(scripted_token(i) for i in range(5))
+
+    scripted_engine.fail_after = None
+    await first.send(action="send", content="again")
+    events = await first.receive_until(finished)
+    assert events[-1]["message"]["status"] == "complete", "the conversation is usable again"
+
+
+async def test_an_engine_that_stalls_ends_in_an_error(
+    connect: Any, alice: Any, conversation: Any, scripted_engine: Any, settings: Any
+) -> None:
+    settings.CHAT_STALL_TIMEOUT_S = 0.3
+    scripted_engine.delay_s = 5  # the first token comes at once, then nothing for 5 s
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="go")
+    events = await socket.receive_until(finished)
+    message = events[-1]["message"]
+    assert message["status"] == "error"
+    assert "produced nothing for 0.3 seconds" in message["error"]
+    assert message["content"] == scripted_token(0)
+    record = scripted_engine.records[message["request_id"]]
+    assert record.stop_requested_at is not None, "the stalled engine was told to stop"
+
+
+class SlowConsumer(ConversationConsumer):
+    """A tab that cannot keep up: its channel overflows and the layer drops frames."""
+
+    async def chat_delta(self, event: dict[str, Any]) -> None:
+        await asyncio.sleep(0.02)
+        await super().chat_delta(event)
+
+
+async def test_a_flooded_slow_consumer_still_ends_with_the_saved_text(
+    alice: Any, conversation: Any, scripted_engine: Any, settings: Any, caplog: Any
+) -> None:
+    layer = dict(settings.CHANNEL_LAYERS["default"])
+    layer["CONFIG"] = {**layer.get("CONFIG", {}), "capacity": 5}
+    settings.CHANNEL_LAYERS = {"default": layer}
+    channel_layers.backends.clear()
+    settings.CHAT_COALESCE_MS = 0  # a frame per token: the most frames we can make
+    settings.CHAT_FLUSH_INTERVAL_S = 0.2
+    scripted_engine.tokens = 400
+    scripted_engine.delay_s = 0.001
+
+    app = URLRouter([path("ws/conversations/<uuid:conversation_id>/", SlowConsumer.as_asgi())])
+    communicator = WebsocketCommunicator(
+        app, f"/ws/conversations/{conversation.pk}/", subprotocols=[JSON_SUBPROTOCOL]
+    )
+    communicator.scope["user"] = alice
+    assert (await communicator.connect())[0]
+    socket = Socket(communicator)
+    await socket.send(action="send", content="flood")
+    events = await socket.receive_until(finished, timeout=60)
+    await communicator.disconnect()
+
+    row = await reply_of(conversation)
+    assert row.status == Message.Status.COMPLETE
+    assert "gap in message" in caplog.text, "frames were dropped, and the consumer noticed"
+    streamed = streamed_text(events[:-1])
+    assert row.content.startswith(streamed), "what was streamed is never contradicted"
+    assert events[-1]["message"]["content"] == row.content
