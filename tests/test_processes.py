@@ -15,7 +15,15 @@ from django.conf import settings
 from conversations.engines.scripted import scripted_token
 from conversations.models import Message
 from tests.conftest import finished, streamed_text
-from tests.servers import ROOT, LiveSocket, open_socket, server_env, servers, session_cookie
+from tests.servers import (
+    ROOT,
+    LiveSocket,
+    free_port,
+    open_socket,
+    server_env,
+    servers,
+    session_cookie,
+)
 
 pytestmark = [
     pytest.mark.processes,
@@ -144,3 +152,55 @@ async def test_a_restarted_process_marks_replies_of_a_dead_one_interrupted(
     assert row.status == Message.Status.INTERRUPTED, (
         f"settled at start-up ({time.monotonic() - started:.1f}s)"
     )
+
+
+async def test_a_redis_restart_mid_reply_loses_nothing(
+    alice: Any, conversation: Any, tmp_path: Path
+) -> None:
+    port = free_port()
+    redis_command = [
+        "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+    ]  # fmt: skip
+    redis = await asyncio.create_subprocess_exec(*redis_command, stdout=asyncio.subprocess.DEVNULL)
+    cookie = await database_sync_to_async(session_cookie)(alice)
+    overrides = {"REDIS_URL": f"redis://127.0.0.1:{port}/0", "CHAT_SCRIPTED_TOKENS": 150}
+    try:
+        await asyncio.sleep(0.3)
+        with servers(1, tmp_path, **overrides) as (server,):
+            async with open_socket(server, conversation.pk, cookie) as ws:
+                tab = LiveSocket(ws)
+                await tab.send(action="send", content="go")
+                await tab.receive_until(lambda e: e["type"] == "message.delta")
+                redis.kill()
+                await redis.wait()
+                await asyncio.sleep(0.5)
+                redis = await asyncio.create_subprocess_exec(
+                    *redis_command, stdout=asyncio.subprocess.DEVNULL
+                )
+                await asyncio.sleep(0.3)
+            row = await wait_until_settled(conversation)
+            assert server.process.poll() is None, "the server survived the outage"
+            assert row.status == Message.Status.COMPLETE
+            assert row.content == full_reply(150), "the whole reply was saved"
+
+            # A reconnecting tab works again: it can send and watch a reply stream.
+            async with open_socket(server, conversation.pk, cookie) as ws:
+                tab = LiveSocket(ws)
+                await tab.send(action="send", content="after the outage")
+                events = await tab.receive_until(finished, timeout=30)
+            assert events[-1]["message"]["status"] == "complete"
+            assert streamed_text(events) == full_reply(150)
+    finally:
+        redis.kill()
+        await redis.wait()
+
+
+async def wait_until_settled(conversation: Any, timeout: float = 30) -> Message:
+    async with asyncio.timeout(timeout):
+        while True:
+            row = await database_sync_to_async(
+                lambda: conversation.messages.filter(role=Message.Role.ASSISTANT).last()
+            )()
+            if not row.is_active:
+                return row
+            await asyncio.sleep(0.1)

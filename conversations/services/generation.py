@@ -289,11 +289,14 @@ class Generation:
             try:
                 event = await self.layer.receive(self.channel)
             except Exception as exc:
-                # Redis went away: keep generating and saving; listen again once it is back.
+                # Redis went away: keep generating and saving; listen again once it is back, and
+                # join the group again, since a restarted Redis has forgotten its members.
                 logger.warning(
                     "channel layer receive failed request_id=%s: %r", self.plan.request_id, exc
                 )
                 await asyncio.sleep(0.5)
+                with suppress(Exception):
+                    await self.layer.group_add(self.plan.group, self.channel)
                 continue
             kind = event.get("type")
             if event.get("message_id") not in (None, self.plan.message_id):
