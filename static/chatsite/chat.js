@@ -1,6 +1,17 @@
-// Composer behaviour: Enter sends, Shift+Enter is a newline, and every message carries a fresh
-// idempotency key so a retried or double-clicked send never starts two replies.
+// The chat page's behaviour around htmx's WebSocket extension:
+// - the composer: Enter sends, Shift+Enter is a newline, every message carries a fresh
+//   idempotency key so a retried or double-clicked send never starts two replies, and a send the
+//   server refuses puts its text back;
+// - the connection: the page shows when its socket is down (htmx reconnects after 1006);
+// - catching up: a fragment for a message this page never saw start means the page missed
+//   events while disconnected, so it reloads (keeping the draft) and the server resends the rest;
+// - scrolling: the view follows a streaming reply while the reader is at the bottom.
 (function () {
+  "use strict";
+
+  var RECONNECTING_CODES = [1006, 1011, 1012, 1013];
+  var RELOAD_GUARD_MS = 5000;
+
   function newKey() {
     if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
     var bytes = new Uint8Array(16);
@@ -8,26 +19,160 @@
     return Array.from(bytes, function (b) { return b.toString(16).padStart(2, "0"); }).join("");
   }
 
-  function renewKey(form) {
-    var field = form.querySelector('input[name="idempotency_key"]');
-    if (field) field.value = newKey();
-  }
-
-  document.addEventListener("DOMContentLoaded", function () {
-    var form = document.getElementById("send-form");
-    if (!form) return;
-    renewKey(form);
+  function setupComposer(chat, form) {
     var textarea = form.querySelector("textarea");
+    var keyField = form.querySelector('input[name="idempotency_key"]');
+    var errors = document.getElementById("chat-errors");
+    var draftKey = "chatsite:draft:" + chat.dataset.conversation;
+    var lastSent = null;
+
+    function renewKey() { if (keyField) keyField.value = newKey(); }
+    renewKey();
+
+    var draft = sessionStorage.getItem(draftKey);
+    if (draft !== null) {
+      sessionStorage.removeItem(draftKey);
+      textarea.value = draft;
+    }
+    textarea.focus();
+
+    // The box grows with its text up to the CSS max-height, then scrolls.
+    function fit() {
+      textarea.style.height = "auto";
+      textarea.style.height = textarea.scrollHeight + 2 + "px";
+    }
+    textarea.addEventListener("input", fit);
+    fit();
+
     textarea.addEventListener("keydown", function (event) {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
         event.preventDefault();
         form.requestSubmit();
       }
     });
-    document.body.addEventListener("htmx:wsAfterSend", function (event) {
-      if (event.target !== form && !form.contains(event.target)) return;
+    function userMessages() { return chat.querySelectorAll("#messages .message.user").length; }
+    var sentAt = 0;
+    form.addEventListener("htmx:wsAfterSend", function () {
+      lastSent = textarea.value;
+      sentAt = userMessages();
       textarea.value = "";
-      renewKey(form);
+      fit();
+      if (errors) errors.replaceChildren();
+      renewKey();
     });
+    chat.addEventListener("htmx:wsAfterMessage", function () {
+      if (lastSent === null) return;
+      if (userMessages() > sentAt) {
+        lastSent = null; // accepted: the message is on the page
+      } else if (errors && errors.querySelector(".error")) {
+        // Refused (a reply is still running, too many sends...): the text is not lost.
+        if (!textarea.value) textarea.value = lastSent;
+        fit();
+        lastSent = null;
+      }
+    });
+    return function saveDraft() {
+      if (textarea.value) sessionStorage.setItem(draftKey, textarea.value);
+    };
+  }
+
+  function setupConnectionStatus(chat) {
+    var status = document.getElementById("connection-status");
+    var wasOpen = false;
+    function show(state, text) {
+      chat.dataset.socket = state;
+      if (!status) return;
+      status.textContent = text || "";
+      status.hidden = !text;
+    }
+    show("connecting", "");
+    chat.addEventListener("htmx:wsConnecting", function () {
+      show("connecting", wasOpen ? "Connection lost. Reconnecting…" : "");
+    });
+    chat.addEventListener("htmx:wsOpen", function () {
+      wasOpen = true;
+      show("open", "");
+    });
+    chat.addEventListener("htmx:wsClose", function (event) {
+      var code = event.detail.event.code;
+      if (RECONNECTING_CODES.indexOf(code) >= 0) {
+        show("reconnecting", "Connection lost. Reconnecting…");
+      } else if (code === 4403) {
+        show("closed", "This conversation is no longer available to you.");
+      } else {
+        show("closed", "Disconnected. Reload the page to continue.");
+      }
+    });
+  }
+
+  function setupCatchUp(chat, saveDraft) {
+    var guardKey = "chatsite:reloaded-at";
+    // A fragment for a message id this page does not have: it missed that message's start.
+    document.body.addEventListener("htmx:oobErrorNoTarget", function (event) {
+      if (!/^#msg-\d+(-body)?$/.test(event.detail.target || "")) return;
+      var last = Number(sessionStorage.getItem(guardKey) || 0);
+      if (Date.now() - last < RELOAD_GUARD_MS) return; // never loop
+      sessionStorage.setItem(guardKey, String(Date.now()));
+      saveDraft();
+      window.location.reload();
+    });
+    // A start this page already rendered (it loaded between the save and the event): skip it.
+    chat.addEventListener("htmx:oobBeforeSwap", function (event) {
+      var fragment = event.detail.fragment;
+      if (event.detail.target.id !== "messages" || !fragment.querySelectorAll) return;
+      fragment.querySelectorAll("article[id^='msg-']").forEach(function (article) {
+        if (document.getElementById(article.id)) article.remove();
+      });
+    });
+  }
+
+  // A reply rendered while pending keeps its "waiting" badge until text arrives; then it is
+  // being written, and its status says so.
+  function markWriting(chat) {
+    chat.querySelectorAll(".message[data-status='pending']").forEach(function (message) {
+      var body = message.querySelector(".body");
+      if (!body || !body.textContent) return;
+      message.dataset.status = "streaming";
+      message.classList.replace("status-pending", "status-streaming");
+      var badge = message.querySelector(".badge.waiting");
+      if (badge) {
+        badge.className = "badge streaming";
+        badge.textContent = "writing…";
+      }
+    });
+  }
+
+  function setupScrolling(chat) {
+    var messages = document.getElementById("messages");
+    if (!messages) return;
+    var stick = true;
+    function atBottom() {
+      return messages.scrollHeight - messages.scrollTop - messages.clientHeight < 48;
+    }
+    messages.scrollTop = messages.scrollHeight;
+    chat.addEventListener("htmx:wsBeforeMessage", function () { stick = atBottom(); });
+    chat.addEventListener("htmx:wsAfterMessage", function () {
+      markWriting(chat);
+      // Screen readers announce the reply once it is finished, not every few characters.
+      var stop = document.getElementById("stop-button");
+      messages.setAttribute("aria-busy", stop && !stop.disabled ? "true" : "false");
+      if (stick) messages.scrollTop = messages.scrollHeight;
+    });
+  }
+
+  // Forms that need a second thought (Delete) say so in data-confirm; no inline handlers.
+  document.addEventListener("submit", function (event) {
+    var message = event.target.dataset && event.target.dataset.confirm;
+    if (message && !window.confirm(message)) event.preventDefault();
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var chat = document.querySelector("section.chat[ws-connect]");
+    var form = document.getElementById("send-form");
+    if (!chat || !form) return;
+    var saveDraft = setupComposer(chat, form);
+    setupConnectionStatus(chat);
+    setupCatchUp(chat, saveDraft);
+    setupScrolling(chat);
   });
 })();
