@@ -1,0 +1,101 @@
+"""The real ASGI stack: sessions authenticate sockets, and foreign origins are refused."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from chatsite.env import env_bool, env_float, env_int
+from conversations.events import JSON_SUBPROTOCOL
+from tests.servers import ROOT, session_cookie
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def application(db: Any) -> Any:
+    return importlib.import_module("chatsite.asgi").application
+
+
+def communicator(application: Any, conversation: Any, headers: list[tuple[bytes, bytes]]) -> Any:
+    return WebsocketCommunicator(
+        application,
+        f"/ws/conversations/{conversation.pk}/",
+        headers=headers,
+        subprotocols=[JSON_SUBPROTOCOL],
+    )
+
+
+async def test_it_accepts_the_owner_s_session_from_our_own_origin(
+    application: Any, alice: Any, conversation: Any
+) -> None:
+    cookie = await database_sync_to_async(session_cookie)(alice)
+    socket = communicator(
+        application, conversation, [(b"cookie", cookie.encode()), (b"origin", b"http://127.0.0.1")]
+    )
+    connected, subprotocol = await socket.connect()
+    assert connected and subprotocol == JSON_SUBPROTOCOL
+    await socket.disconnect()
+
+
+async def test_it_refuses_a_socket_opened_from_another_site(
+    application: Any, alice: Any, conversation: Any
+) -> None:
+    cookie = await database_sync_to_async(session_cookie)(alice)
+    socket = communicator(
+        application,
+        conversation,
+        [(b"cookie", cookie.encode()), (b"origin", b"https://evil.example")],
+    )
+    connected, _ = await socket.connect()
+    assert not connected
+
+
+async def test_it_closes_a_stranger_s_session_socket_with_4403(
+    application: Any, charlie: Any, conversation: Any
+) -> None:
+    cookie = await database_sync_to_async(session_cookie)(charlie)
+    socket = communicator(
+        application, conversation, [(b"cookie", cookie.encode()), (b"origin", b"http://127.0.0.1")]
+    )
+    await socket.connect()
+    assert (await socket.receive_output(timeout=2))["code"] == 4403
+
+
+def test_bad_environment_values_fail_with_a_message_naming_the_variable(monkeypatch: Any) -> None:
+    monkeypatch.setenv("CHAT_COALESCE_MS", "fast")
+    with pytest.raises(ImproperlyConfigured, match="CHAT_COALESCE_MS must be a whole number"):
+        env_int("CHAT_COALESCE_MS", 30)
+    monkeypatch.setenv("CHAT_FLUSH_INTERVAL_S", "-1")
+    with pytest.raises(ImproperlyConfigured, match="at least 0.05"):
+        env_float("CHAT_FLUSH_INTERVAL_S", 1.0, minimum=0.05)
+    monkeypatch.setenv("DEBUG", "maybe")
+    with pytest.raises(ImproperlyConfigured, match="DEBUG must be one of"):
+        env_bool("DEBUG")
+
+
+def test_the_secret_key_comes_from_the_environment() -> None:
+    assert settings.SECRET_KEY == "tests-only-secret-key-not-for-production"
+    assert not settings.DEBUG
+
+
+def test_it_refuses_to_start_without_a_secret_key_when_debug_is_off() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DEBUG")}
+    result = subprocess.run(
+        [sys.executable, "-c", "import chatsite.settings"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
