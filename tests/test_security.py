@@ -76,7 +76,7 @@ def test_bad_environment_values_fail_with_a_message_naming_the_variable(monkeypa
     with pytest.raises(ImproperlyConfigured, match="CHAT_COALESCE_MS must be a whole number"):
         env_int("CHAT_COALESCE_MS", 30)
     monkeypatch.setenv("CHAT_FLUSH_INTERVAL_S", "-1")
-    with pytest.raises(ImproperlyConfigured, match="at least 0.05"):
+    with pytest.raises(ImproperlyConfigured, match=r"at least 0\.05"):
         env_float("CHAT_FLUSH_INTERVAL_S", 1.0, minimum=0.05)
     monkeypatch.setenv("DEBUG", "maybe")
     with pytest.raises(ImproperlyConfigured, match="DEBUG must be one of"):
