@@ -174,6 +174,7 @@ class Generation:
         self.layer: BaseChannelLayer = get_channel_layer()
         self.channel = ""
         self.parts: list[str] = []
+        self.unsent: list[str] = []  # deltas received since the last frame
         self.length = 0  # characters received from the engine
         self.sent = 0  # characters sent to the tabs; always <= length
         self.flushed = 0  # characters written to the database
@@ -256,6 +257,7 @@ class Generation:
     async def _on_delta(self, delta: str) -> None:
         self.observer.token()
         self.parts.append(delta)
+        self.unsent.append(delta)
         self.length += len(delta)
         if self.first_token_at is None:
             self.first_token_at = datetime.now(UTC)
@@ -276,10 +278,11 @@ class Generation:
 
     async def _send_frame(self) -> None:
         async with self._send_lock:
-            if self.sent == self.length:
+            if not self.unsent:
                 return
-            offset, text = self.sent, self.text[self.sent :]
-            self.sent = self.length
+            offset, text = self.sent, "".join(self.unsent)
+            self.unsent.clear()
+            self.sent += len(text)
             self._last_frame_at = time.monotonic()
             await self._group_send("chat.delta", offset=offset, text=text)
 
