@@ -203,8 +203,12 @@ def alice(browser: Browser, alice_session: str) -> Iterator[BrowserContext]:
     context = browser.new_context(
         viewport={"width": 1100, "height": 720}, storage_state=alice_session
     )
+    # An exception in the page's scripts fails the test even when the page still looks right.
+    script_errors: list[str] = []
+    context.on("weberror", lambda error: script_errors.append(str(error.error)))
     yield context
     context.close()
+    assert not script_errors, script_errors
 
 
 def home(context: BrowserContext, base: str) -> Page:
