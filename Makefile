@@ -42,4 +42,4 @@ test-defaults: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy chatsite conversations
+	DEBUG=1 $(VENV)/bin/mypy chatsite conversations
