@@ -167,3 +167,5 @@ CHAT_HEARTBEAT_TIMEOUT_S = env_float("CHAT_HEARTBEAT_TIMEOUT_S", 10.0, minimum=1
 # Per-user limits: replies being written at once, and messages sent per minute.
 CHAT_MAX_ACTIVE_PER_USER = env_int("CHAT_MAX_ACTIVE_PER_USER", 3, minimum=1)
 CHAT_SENDS_PER_MINUTE = env_int("CHAT_SENDS_PER_MINUTE", 20, minimum=1)
+# A Prometheus scraper sending "Authorization: Bearer <this>" may read /metrics (staff always can).
+CHAT_METRICS_TOKEN = env_str("CHAT_METRICS_TOKEN")
