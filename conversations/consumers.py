@@ -191,5 +191,5 @@ def _latest_reply(conversation: Conversation) -> Message | None:
 
 @database_sync_to_async
 def _messages(user_message_id: int, reply_id: int) -> tuple[Message, Message]:
-    found = Message.objects.in_bulk([user_message_id, reply_id])
+    found = Message.objects.select_related("conversation").in_bulk([user_message_id, reply_id])
     return found[user_message_id], found[reply_id]

@@ -136,3 +136,15 @@ async def test_the_browser_gets_html_fragments(connect: Any, alice: Any, convers
     delta = await socket.communicator.receive_from()
     assert 'hx-swap-oob="beforeend"' in delta and "alpha0" in delta
     await asyncio.sleep(0)
+
+
+async def test_the_started_fragment_shows_the_new_title_everywhere(
+    connect: Any, alice: Any, conversation: Any
+) -> None:
+    await database_sync_to_async(type(conversation).objects.filter(pk=conversation.pk).update)(title="")
+    socket, _, _ = await connect(alice, conversation.pk, json_protocol=False)
+    await socket.communicator.receive_from()  # the saved state on connect
+    await socket.send(action="send", content="Plan a picnic")
+    started = await socket.communicator.receive_from()
+    assert f'id="conversation-link-{conversation.pk}" href=' in started
+    assert 'id="conversation-title"' in started and 'value="Plan a picnic"' in started
