@@ -204,6 +204,7 @@ class AsyncLLM:
     step_s = 0.01
     reply_tokens = 40  # the "model" ends its reply (finish_reason "stop") after this many
     fail_after: int | None = None  # every request fails once it has produced this many tokens
+    frozen = False  # produce nothing for now (a GPU busy with a long prefill, say)
 
     def __init__(self, engine_args: AsyncEngineArgs):
         self.engine_args = engine_args
@@ -301,6 +302,8 @@ class AsyncLLM:
     async def _schedule(self) -> None:
         while self._running:
             await asyncio.sleep(self.step_s)
+            if self.frozen:
+                continue
             for rid, (request, queue) in list(self._running.items()):
                 index = request.produced
                 if self.fail_after is not None and index >= self.fail_after:

@@ -1,7 +1,9 @@
 """The vllm engine: vLLM's AsyncLLM inside the web process, for a machine with a GPU.
 
-The AsyncLLM is built once per process, on the first reply, inside the event loop (as
-`vllm serve` does; loading the model blocks that loop once). Every reply is one vLLM request
+The AsyncLLM is built once per process, when the first reply's stream is created: in the event
+loop's thread, as `vllm serve` does (loading the model blocks that loop once), and before the
+generation service starts timing the stream, so a slow load is not taken for a stalled reply.
+Every reply is one vLLM request
 under the Message's request_id, streamed with RequestOutputKind.DELTA: vLLM merges deltas the
 reader has not taken yet rather than dropping them. Stop awaits `abort(request_id)`, which takes
 the request out of vLLM's scheduler; the stop is confirmed when vLLM's own stream ends with
@@ -68,13 +70,16 @@ class VllmStream:
         messages: list[ChatMessage],
         params: SamplingParams,
         request_id: str,
+        llm: Any,
+        failure: EngineError | None = None,
     ):
         self.engine = engine
         self.messages = messages
         self.params = params
         self.request_id = request_id
         self.result = StreamResult()
-        self._llm: Any = None
+        self._llm = llm
+        self._failure = failure  # the engine could not be built; raised when iterated
         self._stop_requested = False
         self._started = False
         self._done = asyncio.Event()
@@ -84,7 +89,9 @@ class VllmStream:
             if self._stop_requested:
                 return
             self._started = True
-            self._llm = llm = self.engine.llm()
+            if self._failure is not None:
+                raise self._failure
+            llm = self._llm
             prompt_ids = await self.engine.render(self.messages)
             self.result.prompt_tokens = len(prompt_ids)
             if self._stop_requested:
@@ -210,7 +217,11 @@ class VllmEngine:
     def stream(
         self, messages: list[ChatMessage], params: SamplingParams, *, request_id: str
     ) -> VllmStream:
-        return VllmStream(self, messages, params, request_id)
+        try:
+            llm = self.llm()
+        except EngineError as exc:
+            return VllmStream(self, messages, params, request_id, None, exc)
+        return VllmStream(self, messages, params, request_id, llm)
 
 
 def _describe(exc: BaseException) -> str:
