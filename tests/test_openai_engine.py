@@ -412,3 +412,18 @@ async def test_stop_reaches_llama_cpp_server(
     events = await socket.receive_until(finished, timeout=BOUND)
     assert events[-1]["message"]["status"] == "complete"
     assert events[-1]["message"]["content"].strip()
+
+
+@pytest.mark.model
+async def test_it_reuses_its_connection_to_llama_cpp_server(llama_server: Any) -> None:
+    engine = engine_for(llama_server.base_url, timeout=30)
+    for _ in range(2):
+        text, stream = await read_all(engine)
+        assert text.strip() and stream.result.finish_reason in ("stop", "length")
+
+    # uvicorn logs each request with the client's address: one port, one pooled connection.
+    posts = [
+        line for line in llama_server.log().splitlines() if "POST /v1/chat/completions" in line
+    ]
+    ports = {line.split(" - ")[0].rsplit(":", 1)[-1] for line in posts[-2:]}
+    assert len(posts) >= 2 and len(ports) == 1, posts[-2:]

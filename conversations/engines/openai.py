@@ -28,6 +28,9 @@ from conversations.engines.base import (
 )
 
 _END = object()
+# After [DONE] the reader reads on to the end of the body, so the connection goes back to the
+# pool; a server that does not end it this soon loses the connection instead.
+_DRAIN_S = 1.0
 
 
 class OpenAIStream:
@@ -41,6 +44,7 @@ class OpenAIStream:
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._reader: asyncio.Task[None] | None = None
         self._stop_requested = False
+        self._complete = False  # the server sent [DONE]
         self._saw_usage = False
 
     async def __aiter__(self) -> AsyncIterator[str]:
@@ -53,26 +57,29 @@ class OpenAIStream:
                     raise item
                 yield item
         finally:
+            if self._complete:
+                await asyncio.wait([self._reader], timeout=_DRAIN_S)
             await self._cancel_reader()  # the reader went away: close the connection now
 
     async def stop(self) -> datetime:
         self._stop_requested = True
-        await self._cancel_reader()
+        if await self._cancel_reader() and not self._complete:
+            self.result.finish_reason = "abort"
         self._queue.put_nowait(_END)
         if self.result.stopped_at is None:
             self.result.stopped_at = datetime.now(UTC)
         return self.result.stopped_at
 
-    async def _cancel_reader(self) -> None:
+    async def _cancel_reader(self) -> bool:
+        """Cancel the reading task if it still runs; True if it did."""
         reader = self._reader
         if reader is None or reader.done():
-            return
+            return False
         reader.cancel()
         # Returns once the task has unwound, i.e. httpx has closed the socket. asyncio.wait
         # rather than `await reader`, so a cancellation of *this* task is not swallowed.
         await asyncio.wait([reader])
-        if not self.result.finish_reason:
-            self.result.finish_reason = "abort"
+        return True
 
     async def _read(self) -> None:
         """Runs as its own task: one HTTP request, its events turned into queue items."""
@@ -93,23 +100,25 @@ class OpenAIStream:
                 if response.status_code >= 400:
                     await response.aread()
                     raise EngineError(_status_error(response, model))
-                if await self._read_events(response):
-                    self._queue.put_nowait(_END)
-                    return
-            raise EngineError("The model server ended the reply before it was complete.")
+                await self._read_events(response)
+            if not self._complete:
+                raise EngineError("The model server ended the reply before it was complete.")
         except EngineError as exc:
             self._queue.put_nowait(exc)
         except httpx.HTTPError as exc:
-            self._queue.put_nowait(EngineError(_transport_error(exc, engine)))
+            if not self._complete:  # once the reply is whole, a failure draining it is not one
+                self._queue.put_nowait(EngineError(_transport_error(exc, engine)))
 
-    async def _read_events(self, response: httpx.Response) -> bool:
-        """Queue the text of each event; True once the server said the reply is done."""
+    async def _read_events(self, response: httpx.Response) -> None:
+        """Queue the text of each event, and the end of the reply at [DONE]."""
         async for line in response.aiter_lines():
-            if not line.startswith("data:"):
+            if self._complete or not line.startswith("data:"):
                 continue  # blank separators, ": ping" comments, "event:" lines
             data = line[5:].strip()
             if data == "[DONE]":
-                return True
+                self._complete = True
+                self._queue.put_nowait(_END)
+                continue
             try:
                 chunk = json.loads(data)
                 if "error" in chunk:
@@ -129,7 +138,6 @@ class OpenAIStream:
                 raise EngineError(
                     f"The model server sent a malformed chunk: {data[:80]!r}"
                 ) from None
-        return False
 
     def _take_usage(self, usage: Any) -> None:
         if usage:
