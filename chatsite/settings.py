@@ -32,6 +32,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "conversations",
 ]
 
@@ -169,3 +172,26 @@ CHAT_MAX_ACTIVE_PER_USER = env_int("CHAT_MAX_ACTIVE_PER_USER", 3, minimum=1)
 CHAT_SENDS_PER_MINUTE = env_int("CHAT_SENDS_PER_MINUTE", 20, minimum=1)
 # A Prometheus scraper sending "Authorization: Bearer <this>" may read /metrics (staff always can).
 CHAT_METRICS_TOKEN = env_str("CHAT_METRICS_TOKEN")
+
+# --- REST API -------------------------------------------------------------------------------------
+
+REST_FRAMEWORK = {
+    # Bearer first: its challenge makes an unauthenticated call a 401 rather than a 403.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "conversations.api.authentication.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "chatsite API",
+    "DESCRIPTION": "Read, export and delete your conversations.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # The docs page loads Swagger UI from this server (drf-spectacular-sidecar), never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}

@@ -4,6 +4,7 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("api/", include("conversations.api.urls")),
     path("", include("conversations.metrics_views")),
     path("", include("conversations.urls")),
 ]

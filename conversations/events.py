@@ -11,39 +11,10 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
+from conversations.api.serializers import message_data
 from conversations.models import Message
 
 JSON_SUBPROTOCOL = "chatsite.v1.json"
-
-
-def message_data(message: Message) -> dict[str, Any]:
-    """A message as the JSON protocol and the REST API show it."""
-
-    def iso(value: Any) -> str | None:
-        return value.isoformat() if value else None
-
-    return {
-        "id": message.pk,
-        "role": message.role,
-        "content": message.content,
-        "status": message.status,
-        "engine": message.engine,
-        "model": message.model,
-        "request_id": message.request_id,
-        "created_at": iso(message.created_at),
-        "first_token_at": iso(message.first_token_at),
-        "finished_at": iso(message.finished_at),
-        "prompt_tokens": message.prompt_tokens,
-        "completion_tokens": message.completion_tokens,
-        "finish_reason": message.finish_reason,
-        "ttft_ms": message.ttft_ms,
-        "tokens_per_second": message.tokens_per_second,
-        "cancel_requested_at": iso(message.cancel_requested_at),
-        "cancel_confirmed_at": iso(message.cancel_confirmed_at),
-        "cancel_latency_ms": message.cancel_latency_ms,
-        "cancelled_by": message.cancelled_by,
-        "error": message.error,
-    }
 
 
 class JsonRenderer:

@@ -4,6 +4,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 
 
@@ -12,6 +13,44 @@ class ConversationQuerySet(models.QuerySet["Conversation"]):
         if not user.is_authenticated:
             return self.none()
         return self.filter(owner=user)
+
+    def search(self, text: str) -> "ConversationQuerySet":
+        """Conversations whose title or any message contains the text (case-insensitive)."""
+        text = text.strip()
+        if not text:
+            return self
+        # Exists rather than a join: a join repeats a conversation once per matching message.
+        in_messages = Message.objects.filter(
+            conversation=models.OuterRef("pk"), content__icontains=text
+        )
+        return self.filter(Q(title__icontains=text) | models.Exists(in_messages))
+
+    def in_range(self, since: Any = None, until: Any = None) -> "ConversationQuerySet":
+        """Conversations last active in [since, until); either bound may be None."""
+        queryset = self
+        if since is not None:
+            queryset = queryset.filter(updated_at__gte=since)
+        if until is not None:
+            queryset = queryset.filter(updated_at__lt=until)
+        return queryset
+
+    def newest_first(self) -> "ConversationQuerySet":
+        # The primary key breaks ties so that pages and exports never repeat or skip a row.
+        return self.order_by("-updated_at", "-pk")
+
+    def with_stats(self) -> "ConversationQuerySet":
+        """Annotates message_count and the last reply's last_status, last_engine, last_model."""
+        # Subqueries rather than a join with COUNT: a join would multiply with any other join
+        # (a search, a filter on messages) and GROUP BY every selected column.
+        messages = Message.objects.filter(conversation=models.OuterRef("pk")).order_by()
+        count = messages.values("conversation").annotate(n=models.Count("pk")).values("n")
+        last = messages.exclude(engine="").order_by("-created_at", "-id")
+        return self.annotate(
+            message_count=Coalesce(models.Subquery(count), 0),
+            last_status=models.Subquery(last.values("status")[:1]),
+            last_engine=models.Subquery(last.values("engine")[:1]),
+            last_model=models.Subquery(last.values("model")[:1]),
+        )
 
 
 class Conversation(models.Model):
@@ -135,3 +174,43 @@ class Message(models.Model):
             return None
         seconds = (self.finished_at - self.first_token_at).total_seconds()
         return round(self.completion_tokens / seconds, 2) if seconds > 0 else None
+
+
+class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
+    def active(self) -> "ApiTokenQuerySet":
+        return self.filter(revoked_at__isnull=True)
+
+    def owned_by(self, user: Any) -> "ApiTokenQuerySet":
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(user=user)
+
+
+class ApiToken(models.Model):
+    """A personal key for the REST API, sent as `Authorization: Bearer <key>`.
+
+    Only a hash of the key is stored; the key itself is shown once, when it is created.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    # The first characters of the key, so its owner can tell their keys apart.
+    prefix = models.CharField(max_length=16)
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

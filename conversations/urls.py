@@ -1,6 +1,7 @@
 from django.urls import path
 
 from conversations import views
+from conversations.api import pages
 
 urlpatterns = [
     path("", views.conversation_list, name="conversation-list"),
@@ -19,5 +20,11 @@ urlpatterns = [
         "conversations/<uuid:conversation_id>/delete/",
         views.conversation_delete,
         name="conversation-delete",
+    ),
+    path("settings/tokens/", pages.api_tokens, name="api-tokens"),
+    path(
+        "settings/tokens/<int:token_id>/revoke/",
+        pages.api_token_revoke_view,
+        name="api-token-revoke",
     ),
 ]

@@ -1,0 +1,205 @@
+"""History review: read-only conversations with their messages, transcripts and exports.
+
+Nothing here can edit a transcript. Staff who are not superusers see it only with the view
+permission on conversations (conversations.view_conversation), which brings the messages with it.
+"""
+
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.auth import get_permission_codename
+from django.core.exceptions import PermissionDenied
+from django.db.models import Exists, OuterRef, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from conversations.api import exports
+from conversations.models import Conversation, Message
+
+
+def can_review(request: HttpRequest) -> bool:
+    opts = Conversation._meta
+    return request.user.has_perm(f"{opts.app_label}.{get_permission_codename('view', opts)}")
+
+
+class ReadOnlyMixin:
+    """Review only: a transcript is a record of what was said, so nobody edits or deletes it here."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class MessageInline(ReadOnlyMixin, admin.StackedInline):
+    model = Message
+    extra = 0
+    ordering = ("created_at", "id")
+    fields = (
+        "role",
+        "status",
+        "created_at",
+        "engine",
+        "model",
+        "request_id",
+        "content",
+        "metrics",
+        "audit",
+    )
+    readonly_fields = fields
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Messages are part of the conversation: its view permission is the one that counts.
+        return can_review(request)
+
+    @admin.display(description="Metrics")
+    def metrics(self, message: Message) -> SafeString:
+        return render_to_string("admin/conversations/message_metrics.html", {"m": message})
+
+    @admin.display(description="Stop audit")
+    def audit(self, message: Message) -> SafeString:
+        return render_to_string("admin/conversations/message_audit.html", {"m": message})
+
+
+class AnyMessageStatusFilter(admin.SimpleListFilter):
+    title = "message status"
+    parameter_name = "status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> Any:
+        return Message.Status.choices
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> Any:
+        if not self.value():
+            return queryset
+        matching = Message.objects.filter(conversation=OuterRef("pk"), status=self.value())
+        return queryset.filter(Exists(matching))
+
+
+class EngineFilter(admin.SimpleListFilter):
+    title = "engine"
+    parameter_name = "engine"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> Any:
+        engines = (
+            Message.objects.exclude(engine="").order_by("engine").values_list("engine", flat=True)
+        )
+        return [(name, name) for name in engines.distinct()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> Any:
+        if not self.value():
+            return queryset
+        matching = Message.objects.filter(conversation=OuterRef("pk"), engine=self.value())
+        return queryset.filter(Exists(matching))
+
+
+@admin.register(Conversation)
+class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = (
+        "__str__",
+        "owner",
+        "created_at",
+        "updated_at",
+        "message_count",
+        "last_status",
+        "last_engine",
+        "last_model",
+        "transcript_link",
+    )
+    list_filter = (
+        ("owner", admin.RelatedOnlyFieldListFilter),
+        AnyMessageStatusFilter,
+        EngineFilter,
+        ("created_at", admin.DateFieldListFilter),
+    )
+    list_select_related = ("owner",)
+    date_hierarchy = "created_at"
+    # The search itself is ConversationQuerySet.search (titles and message text), see below.
+    search_fields = ("title",)
+    search_help_text = "Searches titles and message text."
+    fields = ("id", "owner", "title", "title_is_custom", "created_at", "updated_at")
+    readonly_fields = fields
+    inlines = (MessageInline,)
+    actions = ("export_json", "export_markdown")
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        return super().get_queryset(request).with_stats()  # type: ignore[attr-defined]
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: Any, search_term: str
+    ) -> tuple[Any, bool]:
+        # An Exists subquery, so no duplicate rows and no DISTINCT over the annotations.
+        return queryset.search(search_term), False
+
+    @admin.display(description="Messages", ordering="message_count")
+    def message_count(self, conversation: Any) -> int:
+        return int(conversation.message_count)
+
+    @admin.display(description="Last status", ordering="last_status")
+    def last_status(self, conversation: Any) -> str:
+        return conversation.last_status or "-"
+
+    @admin.display(description="Engine", ordering="last_engine")
+    def last_engine(self, conversation: Any) -> str:
+        return conversation.last_engine or "-"
+
+    @admin.display(description="Model", ordering="last_model")
+    def last_model(self, conversation: Any) -> str:
+        return conversation.last_model or "-"
+
+    @admin.display(description="Transcript")
+    def transcript_link(self, conversation: Conversation) -> str:
+        url = reverse("admin:conversations_conversation_transcript", args=[conversation.pk])
+        return format_html('<a href="{}">read</a>', url)
+
+    def get_urls(self) -> list[URLPattern]:
+        transcript = path(
+            "<path:object_id>/transcript/",
+            self.admin_site.admin_view(self.transcript_view),
+            name="conversations_conversation_transcript",
+        )
+        return [transcript, *super().get_urls()]
+
+    def transcript_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The conversation as one reads it; ?download=json|markdown|txt saves it as a file."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        conversation = self.get_object(request, object_id)
+        if conversation is None:
+            raise Http404("No such conversation.")
+        fmt = request.GET.get("download")
+        if fmt in exports.FORMATS:
+            one = Conversation.objects.filter(pk=conversation.pk)
+            return self._download(one, fmt, str(conversation), many=False)
+        messages = conversation.messages.order_by("created_at", "id")
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"Transcript: {conversation}",
+            "conversation": conversation,
+            "entries": [(m, exports.stop_note(m)) for m in messages],
+            "formats": list(exports.FORMATS),
+        }
+        return TemplateResponse(
+            request, "admin/conversations/conversation/transcript.html", context
+        )
+
+    @admin.action(description="Export selected conversations as JSON", permissions=["view"])
+    def export_json(self, request: HttpRequest, queryset: Any) -> HttpResponse:
+        return self._download(queryset, "json", f"conversations-{timezone.now():%Y%m%d-%H%M%S}")
+
+    @admin.action(description="Export selected conversations as Markdown", permissions=["view"])
+    def export_markdown(self, request: HttpRequest, queryset: Any) -> HttpResponse:
+        return self._download(queryset, "markdown", f"conversations-{timezone.now():%Y%m%d-%H%M%S}")
+
+    def _download(self, queryset: Any, fmt: str, stem: str, *, many: bool = True) -> HttpResponse:
+        conversations = exports.with_messages(queryset.newest_first())
+        return exports.download(exports.render(conversations, fmt, many=many), fmt, stem=stem)

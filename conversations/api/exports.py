@@ -1,0 +1,145 @@
+"""Transcripts as files: the one formatter behind the admin's export action and the API's exports."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+from django.http import HttpResponse
+from django.utils.http import content_disposition_header
+from django.utils.text import slugify
+from rest_framework.utils.encoders import JSONEncoder
+
+from conversations.api.serializers import ConversationDetailSerializer
+from conversations.models import Conversation, Message
+
+
+@dataclass(frozen=True)
+class Format:
+    content_type: str
+    extension: str
+
+
+FORMATS = {
+    "json": Format("application/json", "json"),
+    "markdown": Format("text/markdown; charset=utf-8", "md"),
+    "txt": Format("text/plain; charset=utf-8", "txt"),
+}
+JSONL_CONTENT_TYPE = "application/x-ndjson"
+# Conversations per database round trip in the JSONL export; memory holds one such batch.
+JSONL_CHUNK_SIZE = 50
+
+
+def with_messages(conversations: QuerySet[Conversation]) -> QuerySet[Conversation]:
+    """The queryset every export reads: owners joined, messages in order, one query each."""
+    return conversations.select_related("owner").prefetch_related(
+        Prefetch("messages", queryset=Message.objects.order_by("created_at", "id"))
+    )
+
+
+def conversation_data(conversation: Conversation) -> dict[str, Any]:
+    return dict(ConversationDetailSerializer(conversation).data)
+
+
+def to_json(data: Any) -> str:
+    return json.dumps(data, cls=JSONEncoder, ensure_ascii=False, indent=2) + "\n"
+
+
+def stop_note(message: Message) -> str:
+    """Why a reply did not finish normally, in words; empty for a complete or user message."""
+    if message.status == Message.Status.CANCELLED:
+        who = (
+            "after everyone left"
+            if message.cancelled_by == "disconnect"
+            else f"by {message.cancelled_by or 'someone'}"
+        )
+        tokens = message.completion_tokens or 0
+        note = f"Stopped {who} after {tokens} token{'s' if tokens != 1 else ''}"
+        if message.cancel_latency_ms is not None:
+            note += f" (engine confirmed in {message.cancel_latency_ms:.0f} ms)"
+        return note + "."
+    if message.status == Message.Status.ERROR:
+        return f"Failed: {message.error or 'the engine failed.'}"
+    if message.status == Message.Status.INTERRUPTED:
+        return "Interrupted: the server stopped while writing this reply."
+    if message.is_active:
+        return "Still being written when exported."
+    return ""
+
+
+def _when(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
+
+
+def to_markdown(conversation: Conversation) -> str:
+    lines = [
+        f"# {conversation}",
+        "",
+        f"- Conversation: `{conversation.pk}`",
+        f"- Owner: {conversation.owner.get_username()}",
+        f"- Created: {_when(conversation.created_at)}",
+        f"- Last activity: {_when(conversation.updated_at)}",
+    ]
+    for message in conversation.messages.all():
+        source = f" · {message.engine}/{message.model}" if message.engine else ""
+        lines += ["", f"## {message.get_role_display()} · {_when(message.created_at)}{source}", ""]
+        lines.append(message.content or "_(no text)_")
+        if note := stop_note(message):
+            lines += ["", f"> **{message.get_status_display()}:** {note}"]
+    return "\n".join(lines) + "\n"
+
+
+def to_text(conversation: Conversation) -> str:
+    lines = [
+        str(conversation),
+        f"Conversation {conversation.pk}, owner {conversation.owner.get_username()}, "
+        f"created {_when(conversation.created_at)}",
+    ]
+    for message in conversation.messages.all():
+        lines += ["", f"[{message.role}] {_when(message.created_at)}", message.content]
+        if note := stop_note(message):
+            lines.append(f"[{note}]")
+    return "\n".join(lines) + "\n"
+
+
+def render(conversations: Iterable[Conversation], fmt: str, *, many: bool) -> str:
+    """Conversations (read through with_messages) as one file in a format of FORMATS."""
+    items = list(conversations)
+    if fmt == "json":
+        data = [conversation_data(c) for c in items]
+        return to_json(data if many else data[0])
+    one = to_markdown if fmt == "markdown" else to_text
+    separator = "\n---\n\n" if fmt == "markdown" else "\n" + "=" * 72 + "\n\n"
+    return separator.join(one(c) for c in items)
+
+
+def download(body: str, fmt: str, *, stem: str) -> HttpResponse:
+    spec = FORMATS[fmt]
+    filename = f"{slugify(stem) or 'conversation'}.{spec.extension}"
+    return HttpResponse(
+        body.encode(),
+        content_type=spec.content_type,
+        headers={"Content-Disposition": content_disposition_header(True, filename)},
+    )
+
+
+def iter_jsonl(conversations: QuerySet[Conversation]) -> Generator[bytes, None, None]:
+    """One JSON object a line per conversation, read and written a batch at a time.
+
+    iterator(chunk_size=...) with prefetch_related fetches each batch's messages in one query,
+    so memory holds one batch, however long the history, and queries grow by two a batch.
+    """
+    serializer = ConversationDetailSerializer()  # unbound and reused: fields are built once
+    batch: list[str] = []
+    for conversation in with_messages(conversations).iterator(chunk_size=JSONL_CHUNK_SIZE):
+        data = serializer.to_representation(conversation)
+        batch.append(json.dumps(data, cls=JSONEncoder, ensure_ascii=False) + "\n")
+        if len(batch) == JSONL_CHUNK_SIZE:
+            yield "".join(batch).encode()
+            batch = []
+    if batch:
+        yield "".join(batch).encode()

@@ -1,0 +1,43 @@
+"""The settings page where a user creates, sees and revokes their API tokens."""
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods, require_POST
+
+from conversations.api.tokens import api_token_create, api_token_revoke
+from conversations.models import ApiToken
+
+
+@never_cache  # the page that shows a new key must not be kept by any cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_tokens(request: HttpRequest) -> HttpResponse:
+    created = key = None
+    error = ""
+    if request.method == "POST":
+        name = request.POST.get("name", "").strip()
+        if name:
+            created, key = api_token_create(user=request.user, name=name)
+        else:
+            error = "Give the token a name, such as the script that will use it."
+    return render(
+        request,
+        "conversations/api_tokens.html",
+        {
+            "tokens": ApiToken.objects.owned_by(request.user),
+            "created": created,
+            "key": key,
+            "error": error,
+        },
+        status=400 if error else 200,
+    )
+
+
+@login_required
+@require_POST
+def api_token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
+    token = get_object_or_404(ApiToken.objects.owned_by(request.user), pk=token_id)
+    api_token_revoke(token=token)
+    return redirect("api-tokens")

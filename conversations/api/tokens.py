@@ -1,0 +1,57 @@
+"""Writes and look-ups for personal API tokens.
+
+A key is 32 random bytes, so a fast SHA-256 of it is as safe to store as a slow password hash:
+nobody can guess their way back from the hash, and checking a request costs one indexed query.
+"""
+
+import hashlib
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+
+from conversations.models import ApiToken
+
+KEY_PREFIX = "cs_"
+SHOWN_PREFIX_LENGTH = 10
+# last_used_at is a hint for the owner, not an audit log: one write a minute per token is enough.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def api_token_create(*, user: Any, name: str) -> tuple[ApiToken, str]:
+    """Create a token; returns it and its key, which is not stored and cannot be shown again."""
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        user=user,
+        name=name.strip()[:100] or "API token",
+        prefix=key[:SHOWN_PREFIX_LENGTH],
+        key_hash=key_hash(key),
+    )
+    return token, key
+
+
+def api_token_revoke(*, token: ApiToken) -> bool:
+    """Revoke a token; False if it was already revoked."""
+    # Conditional, so two revokes (two tabs) keep the first revocation time.
+    revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+    return revoked == 1
+
+
+def api_token_user(key: str) -> Any | None:
+    """The active user a key belongs to, or None for an unknown, revoked or disabled one."""
+    token = ApiToken.objects.active().select_related("user").filter(key_hash=key_hash(key)).first()
+    if token is None or not token.user.is_active:
+        return None
+    now = timezone.now()
+    ApiToken.objects.filter(pk=token.pk).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+    ).update(last_used_at=now)
+    return token.user

@@ -1,0 +1,21 @@
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from conversations.api import views
+
+urlpatterns = [
+    path("conversations/", views.ConversationList.as_view(), name="api-conversation-list"),
+    path(
+        "conversations/<uuid:conversation_id>/",
+        views.ConversationDetail.as_view(),
+        name="api-conversation-detail",
+    ),
+    path(
+        "conversations/<uuid:conversation_id>/export",
+        views.ConversationExport.as_view(),
+        name="api-conversation-export",
+    ),
+    path("export.jsonl", views.JsonlExport.as_view(), name="api-export-jsonl"),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]
