@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import tracemalloc
 import warnings
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -278,17 +280,33 @@ def test_it_exports_every_conversation_as_json_lines(api: Client, history: Conve
     ] == [str(other.pk)]
 
 
-def test_it_streams_a_large_history_a_batch_at_a_time(api: Client, alice: Any) -> None:
-    conversations = 3 * exports.JSONL_CHUNK_SIZE
-    per_conversation = 20
+def make_history(owner: Any, conversations: int, per_conversation: int, text: str = "") -> None:
     created = Conversation.objects.bulk_create(
-        Conversation(owner=alice, title=f"chat {i}") for i in range(conversations)
+        Conversation(owner=owner, title=f"chat {i}") for i in range(conversations)
     )
     Message.objects.bulk_create(
-        Message(conversation=c, role="user", content=f"message {n} of {c.title}")
+        Message(conversation=c, role="user", content=f"message {n} of {c.title}{text}")
         for c in created
         for n in range(per_conversation)
     )
+
+
+def peak_memory_of_export(api: Client) -> int:
+    """Peak bytes Python allocated while the whole JSONL export streamed past."""
+    response: Any = api.get(reverse("api-export-jsonl"))
+    tracemalloc.start()
+    try:
+        for _ in response.streaming_content:
+            pass
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_it_streams_a_large_history_a_batch_at_a_time(api: Client, alice: Any) -> None:
+    conversations = 3 * exports.JSONL_CHUNK_SIZE
+    per_conversation = 20
+    make_history(alice, conversations, per_conversation)
     response: Any = api.get(reverse("api-export-jsonl"))
     chunks = iter(response.streaming_content)
 
@@ -309,6 +327,23 @@ def test_it_streams_a_large_history_a_batch_at_a_time(api: Client, alice: Any) -
     assert [m["content"] for m in lines[0]["messages"]] == [
         f"message {n} of {lines[0]['title']}" for n in range(per_conversation)
     ]
+
+
+def test_it_exports_a_four_times_longer_history_in_the_same_memory(api: Client, alice: Any) -> None:
+    # Without the cycle collector, memory is freed only by reference counting: what a batch
+    # leaves behind (a reference cycle, a cache) would add up batch after batch.
+    filler = " lorem ipsum" * 40
+    gc.collect()
+    gc.disable()
+    try:
+        make_history(alice, 2 * exports.JSONL_CHUNK_SIZE, 20, filler)
+        peak_small = peak_memory_of_export(api)
+        make_history(alice, 6 * exports.JSONL_CHUNK_SIZE, 20, filler)
+        peak_large = peak_memory_of_export(api)
+    finally:
+        gc.enable()
+
+    assert peak_large < 1.3 * peak_small, (peak_small, peak_large)
 
 
 @pytest.mark.django_db(transaction=True)

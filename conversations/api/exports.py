@@ -137,6 +137,9 @@ def iter_jsonl(conversations: QuerySet[Conversation]) -> Generator[bytes, None, 
     batch: list[str] = []
     for conversation in with_messages(conversations).iterator(chunk_size=JSONL_CHUNK_SIZE):
         data = serializer.to_representation(conversation)
+        # Prefetched messages point back at their conversation: a reference cycle that only the
+        # (rarely running) full garbage collection would free. Dropping it frees each batch now.
+        conversation._prefetched_objects_cache.clear()  # type: ignore[attr-defined]
         batch.append(json.dumps(data, cls=JSONEncoder, ensure_ascii=False) + "\n")
         if len(batch) == JSONL_CHUNK_SIZE:
             yield "".join(batch).encode()
