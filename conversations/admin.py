@@ -40,26 +40,20 @@ class ReadOnlyMixin:
         return False
 
 
-class MessageInline(ReadOnlyMixin, admin.StackedInline):
+class MessageInline(ReadOnlyMixin, admin.TabularInline):
     model = Message
     extra = 0
     ordering = ("created_at", "id")
-    fields = (
-        "role",
-        "status",
-        "created_at",
-        "engine",
-        "model",
-        "request_id",
-        "content",
-        "metrics",
-        "audit",
-    )
+    fields = ("created_at", "role", "status", "content", "source", "metrics", "audit")
     readonly_fields = fields
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Messages are part of the conversation: its view permission is the one that counts.
         return can_review(request)
+
+    @admin.display(description="Engine / model / request")
+    def source(self, message: Message) -> SafeString:
+        return render_to_string("admin/conversations/message_source.html", {"m": message})
 
     @admin.display(description="Metrics")
     def metrics(self, message: Message) -> SafeString:
