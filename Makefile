@@ -43,3 +43,8 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	DEBUG=1 $(VENV)/bin/mypy chatsite conversations
+
+# The quick benchmark (about two minutes on 2 cores): table on stdout, JSON and plots under
+# bench/results/quick/. BENCH_ARGS="--mode full" for the ten-minute run; see `$(PY) -m bench --help`.
+bench: install
+	$(PY) -m bench $(BENCH_ARGS)

@@ -86,7 +86,11 @@ if REDIS_URL:
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
-                "hosts": [REDIS_URL],
+                # redis-py 8 gives up on a read after 5 s, exactly as long as channels-redis blocks
+                # in BZPOPMIN, so under load the two race and the socket dies with 1011; and its
+                # pool refuses (not waits for) a 101st concurrent command, which a few hundred
+                # streams per process reach.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 30, "max_connections": 2000}],
                 "capacity": env_int("CHANNEL_LAYER_CAPACITY", 1000, minimum=10),
                 "expiry": 60,
             },

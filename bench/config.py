@@ -1,0 +1,79 @@
+"""How big each measurement is, per mode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+SCENARIOS = ("latency", "delivery", "concurrency", "memory", "model")
+# Conversations 0-15 belong to single-reply samplers; streams by the hundred use the rest.
+SAMPLER_CONVERSATIONS = 16
+
+
+@dataclass
+class Config:
+    mode: str = "quick"
+    out: Path = Path("bench/results")
+    scenarios: tuple[str, ...] = SCENARIOS
+    setups: tuple[str, ...] = ("mem1", "redis2")
+    database_url: str = "postgres://postgres@127.0.0.1:5432/chatsite_bench"
+    redis_url: str = "redis://127.0.0.1:6379/14"
+    base_port: int = 8710
+    client_procs: int = 2
+    pace_ms: float = 50.0  # the scripted engine's delay between tokens: 20 tokens/s
+    samples: int = 15  # cancel (and TTFT) samples per condition
+    load_streams: int = 200  # other streams running during the "under load" samples (redis2)
+    # mem1 runs on SQLite, whose fsync'd commits (one per stream per flush interval, on the one
+    # database thread) saturate between 100 and 200 streams on a 2-core machine.
+    load_streams_sqlite: int = 50
+    sweep: list[int] = field(default_factory=lambda: [50, 200, 600])
+    warmup_s: float = 2.0
+    window_s: float = 5.0
+    stop_gap_ms: float = 2000.0  # end the sweep once p99 excess gap is past this
+    idle_sockets: int = 500
+    delivery_tokens: int = 5000
+    delivery_paced_tokens: int = 500
+    delivery_paced_ms: float = 1.0
+    delivery_runs: int = 3
+    model_tokens: int = 48
+    model_runs: int = 2
+    settle_s: float = 1.0  # pauses that let a server settle before a reading
+    profile: bool = False
+
+
+def preset(mode: str) -> Config:
+    if mode == "full":
+        return Config(
+            mode="full",
+            setups=("mem1", "redis2", "pubsub2"),
+            client_procs=3,
+            samples=60,
+            sweep=[100, 250, 500, 750, 1000, 1250],
+            warmup_s=3.0,
+            window_s=15.0,
+            idle_sockets=2000,
+            delivery_tokens=20000,
+            delivery_paced_tokens=1000,
+            delivery_runs=5,
+            model_tokens=128,
+            model_runs=4,
+        )
+    if mode == "tiny":  # the CI smoke: every code path, tiny sizes
+        return replace(
+            Config(mode="tiny"),
+            client_procs=1,
+            samples=3,
+            load_streams=4,
+            load_streams_sqlite=4,
+            sweep=[4],
+            warmup_s=0.5,
+            window_s=1.0,
+            idle_sockets=10,
+            delivery_tokens=200,
+            delivery_paced_tokens=50,
+            delivery_runs=1,
+            model_tokens=8,
+            model_runs=1,
+            settle_s=0.2,
+        )
+    return Config()

@@ -1,0 +1,234 @@
+"""The report: targets, a table for the terminal, the JSON file and the plots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+DEFINITIONS = {
+    "ttft_overhead_ms": "client receipt of the first message.delta minus the scripted engine's "
+    "time.time() as it emitted the first token (read from the engine's record afterwards)",
+    "client_ttft_ms": "client receipt of the first message.delta minus the client sending the message",
+    "cancel_latency_ms": "the engine's own stop confirmation (message.cancel_confirmed_at) minus the "
+    "client sending the cancel frame",
+    "server_cancel_latency_ms": "the same, from the cancel reaching chatsite (the row's cancel_latency_ms)",
+    "tokens_after_cancel": "tokens the engine emitted after the client sent the cancel frame",
+    "delivery ratio": "tokens / (client receipt of the last delta - engine emission of the first token), "
+    "divided by the same for the engine iterated alone in the bench process",
+    "gap_excess_ms": "time between consecutive delta frames a client received inside the window, minus "
+    "the engine's pace",
+    "server_cpu_s_per_1000_tokens": "user+system CPU of the daphne processes during the window per "
+    "1,000 tokens the clients received in it (Redis and PostgreSQL not included)",
+    "bytes_per_socket": "growth of the daphne processes' RSS per idle open socket",
+    "model ratio": "decode tokens/s measured at the client through chatsite over the same for "
+    "llama-cpp-python alone (greedy, same prompt, same context and threads)",
+}
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+
+    def add(name: str, target: str, value: Any, met: bool | None) -> None:
+        rows.append({"name": name, "target": target, "value": value, "met": met})
+
+    latency = results.get("latency", {})
+    idle_same = {k: v for k, v in latency.items() if "same process" in k and k.endswith("idle")}
+    for condition, data in idle_same.items():
+        ttft = data["ttft_overhead_ms"]
+        if ttft.get("n"):
+            add(
+                f"TTFT overhead ({condition})",
+                "p50 <= 5 ms, p99 <= 20 ms",
+                f"p50 {ttft['p50']} ms, p99 {ttft['p99']} ms",
+                ttft["p50"] <= 5 and ttft["p99"] <= 20,
+            )
+    for condition, data in latency.items():
+        cancel, after = data["cancel_latency_ms"], data["tokens_after_cancel"]
+        if not cancel.get("n"):
+            continue
+        limit = 40 if "across" in condition else 20
+        failed = data.get("samples_failed", 0)
+        if failed:
+            add(
+                f"cancel latency ({condition})",
+                f"p99 <= {limit} ms, <= 2 tokens after",
+                f"{failed} of {failed + cancel['n']} samples failed (server saturated)",
+                False,
+            )
+            continue
+        add(
+            f"cancel latency ({condition})",
+            f"p99 <= {limit} ms, <= 2 tokens after",
+            f"p99 {cancel['p99']} ms, max {after['max']:g} tokens after",
+            cancel["p99"] <= limit and after["max"] <= 2,
+        )
+    for name, data in results.get("delivery", {}).items():
+        if data.get("ratio") is not None:
+            add(f"delivery ratio ({name})", ">= 0.9", data["ratio"], data["ratio"] >= 0.9)
+    for name, data in results.get("concurrency", {}).items():
+        best = data.get("largest_n_p99_gap_under_100ms")
+        add(
+            f"streams at {1000 / data['pace_ms']:g} tokens/s with p99 gap <= 100 ms ({name})",
+            ">= 1000",
+            best if best is not None else f"< {data['smallest_n_tested']}",
+            best is not None and best >= 1000,
+        )
+    for name, data in results.get("memory", {}).items():
+        per = data.get("bytes_per_socket")
+        if per is not None:
+            add(
+                f"memory per idle socket ({name})",
+                "< 100 KB",
+                f"{per / 1024:.1f} KB",
+                per < 100 * 1024,
+            )
+    model = results.get("model", {})
+    if "decode_tokens_per_s" in model:
+        ratio = model["decode_tokens_per_s"]["ratio"]
+        add(
+            "embedded model through chatsite / alone (decode)",
+            ">= 0.95",
+            ratio,
+            ratio is not None and ratio >= 0.95,
+        )
+    return rows
+
+
+def table(results: dict[str, Any]) -> str:
+    meta = results["meta"]
+    lines = [
+        f"chatsite bench ({meta['mode']}, {meta.get('duration_s', '?')} s) on {meta['machine']}",
+        f"load average at start {meta['load_average_at_start']} (other work competes for the cores)",
+        "",
+    ]
+    latency = results.get("latency", {})
+    if latency:
+        width = max(len(c) for c in latency) + 2
+        lines.append(
+            f"{'Latency, ms (p50 / p95 / p99)':<{width}}  {'TTFT overhead':<24}{'cancel latency':<24}"
+            "tokens after cancel (max)  failed samples"
+        )
+        for condition, data in latency.items():
+            after = data["tokens_after_cancel"].get("max", "-")
+            lines.append(
+                f"  {condition:<{width - 2}}  {_ppp(data['ttft_overhead_ms']):<24}"
+                f"{_ppp(data['cancel_latency_ms']):<24}{after!s:<27}{data.get('samples_failed', 0)}"
+            )
+    for name, data in results.get("delivery", {}).items():
+        lines.append(
+            f"\nDelivery ({name}): {data['chatsite_tokens_per_s']:,} tok/s at the client vs "
+            f"{data['engine_alone_tokens_per_s']:,} tok/s from the engine alone: ratio "
+            f"{data['ratio']} ({data['frames_per_reply']} frames per reply)"
+        )
+    for name, data in results.get("concurrency", {}).items():
+        lines += [
+            "",
+            f"Concurrency on {name} ({data['setup']}), engine pace {data['pace_ms']:g} ms, "
+            f"{data['window_s']:g} s window",
+            "  streams  gap beyond pace p50 / p99 ms  tokens/s (expected)  CPU s per 1k tokens"
+            "  server CPU  client CPU  peak RSS MB",
+        ]
+        for point in data["points"]:
+            gap = point["gap_excess_ms"]
+            gaps = f"{gap.get('p50', '-')} / {gap.get('p99', '-')}"
+            rate = f"{point['tokens_per_s']:g} ({point['expected_tokens_per_s']:g})"
+            lines.append(
+                f"  {point['streams']:>7}  {gaps:<28}  {rate:<19}  "
+                f"{point['server_cpu_s_per_1000_tokens']!s:<19}  {point['server_cpu_utilisation']:<10}  "
+                f"{point['client_cpu_utilisation']:<10}  {point['peak_rss_mb']}"
+            )
+        lines.append(f"  largest N with p99 gap <= 100 ms: {data['largest_n_p99_gap_under_100ms']}")
+    for name, data in results.get("memory", {}).items():
+        lines.append(
+            f"\nIdle sockets on {name}: {data['sockets']} open, {data['bytes_per_socket'] / 1024:.1f} KB "
+            f"each (daphne RSS {data['rss_before_mb']} -> {data['rss_after_mb']} MB)"
+        )
+    model = results.get("model", {})
+    if "decode_tokens_per_s" in model:
+        d, e = model["decode_tokens_per_s"], model["end_to_end_tokens_per_s"]
+        lines.append(
+            f"\nEmbedded model: decode {d['chatsite']} tok/s through chatsite vs {d['alone']} "
+            f"alone (ratio {d['ratio']}); end to end {e['chatsite']} vs {e['alone']} (ratio {e['ratio']})"
+        )
+    lines += ["", "Targets"]
+    for row in results["targets"]:
+        mark = {True: "met", False: "MISSED", None: "-"}[row["met"]]
+        lines.append(f"  [{mark:^6}] {row['name']}: {row['value']} (target {row['target']})")
+    for note in results.get("notes", []):
+        lines.append(f"  note: {note}")
+    return "\n".join(lines)
+
+
+def _ppp(s: dict[str, Any]) -> str:
+    return f"{s['p50']} / {s['p95']} / {s['p99']}" if s.get("n") else "-"
+
+
+def write_json(results: dict[str, Any], path: Path) -> None:
+    path.write_text(json.dumps(results, indent=2, default=str) + "\n")
+
+
+def plots(results: dict[str, Any], folder: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    written = []
+    latency = results.get("latency", {})
+    if latency:
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+        for ax, key, title in (
+            (axes[0], "ttft_overhead_ms", "TTFT overhead"),
+            (axes[1], "cancel_latency_ms", "Cancel latency"),
+        ):
+            for condition, data in latency.items():
+                values = np.sort(np.asarray(data["raw"][key]))
+                if values.size:
+                    ax.step(
+                        values,
+                        np.arange(1, values.size + 1) / values.size,
+                        where="post",
+                        label=condition,
+                    )
+            ax.set_xscale("log")
+            ax.set_xlabel("ms (log scale)")
+            ax.set_ylabel("fraction of samples")
+            ax.set_title(f"{title} (cumulative distribution)")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        written.append(folder / "latency.png")
+        fig.savefig(written[-1], dpi=110)
+        plt.close(fig)
+    concurrency = results.get("concurrency", {})
+    if concurrency:
+        fig, (gap_ax, cpu_ax) = plt.subplots(1, 2, figsize=(13, 4.8))
+        for name, data in concurrency.items():
+            points = [p for p in data["points"] if p["gap_excess_ms"].get("n")]
+            n = [p["streams"] for p in points]
+            gap_ax.plot(n, [p["gap_excess_ms"]["p50"] for p in points], "o-", label=f"{name} p50")
+            gap_ax.plot(n, [p["gap_excess_ms"]["p99"] for p in points], "s-", label=f"{name} p99")
+            cpu_ax.plot(
+                n,
+                [p["server_cpu_s_per_1000_tokens"] for p in points],
+                "o-",
+                label=f"{name} CPU s / 1k tokens",
+            )
+        gap_ax.axhline(100, color="red", linestyle="--", linewidth=1, label="100 ms")
+        gap_ax.set_yscale("symlog", linthresh=1)
+        gap_ax.set_xlabel("concurrent streams")
+        gap_ax.set_ylabel("gap between frames beyond the pace (ms)")
+        gap_ax.set_title("Frame gaps against N")
+        cpu_ax.set_xlabel("concurrent streams")
+        cpu_ax.set_ylabel("server CPU seconds per 1,000 delivered tokens")
+        cpu_ax.set_title("Server CPU against N")
+        for ax in (gap_ax, cpu_ax):
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        written.append(folder / "concurrency.png")
+        fig.savefig(written[-1], dpi=110)
+        plt.close(fig)
+    return written
