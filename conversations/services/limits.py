@@ -14,11 +14,23 @@ class RateLimited(SendRefused):
     code = "rate_limited"
 
 
+class TooManyActive(RateLimited):
+    """Its own code, because the cure differs: finish or stop a reply instead of waiting."""
+
+    code = "too_many_active"
+
+
 def check_send_allowed(user: Any) -> None:
+    """Raise RateLimited if this user may not start another reply now.
+
+    Checked before reply_create rather than inside its transaction, so two sends that race across
+    processes can each pass and overshoot a limit by one; the limits guard against abuse, not
+    against a user's second tab.
+    """
     mine = Message.objects.filter(conversation__owner=user)
     limit = settings.CHAT_MAX_ACTIVE_PER_USER
     if mine.active().count() >= limit:
-        raise RateLimited(
+        raise TooManyActive(
             f"You already have {limit} replies being written. Wait for one to finish or stop it."
         )
     per_minute = settings.CHAT_SENDS_PER_MINUTE
