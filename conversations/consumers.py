@@ -72,7 +72,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):
                     conversation=self.conversation, cancelled_by=self.user.get_username()
                 )
                 return
-            await database_sync_to_async(check_send_allowed)(self.user)
+            await database_sync_to_async(check_send_allowed)(
+                self.user, conversation=self.conversation, idempotency_key=frame.idempotency_key
+            )
             await generation.reply_start(
                 conversation=self.conversation,
                 content=frame.content,

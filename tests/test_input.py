@@ -374,3 +374,20 @@ async def test_a_stranger_cannot_send_at_all(connect: Any, charlie: Any, convers
     output = await socket.communicator.receive_output(timeout=2)
     assert output == {"type": "websocket.close", "code": 4403}
     assert await replies_in(conversation) == []
+
+
+async def test_a_retry_over_the_limit_is_still_a_duplicate(
+    connect: Any, alice: Any, conversation: Any, settings: Any
+) -> None:
+    """The retry's message was already sent: it must hear "duplicate", not "try again later"."""
+    settings.CHAT_SENDS_PER_MINUTE = 1
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="Hello", idempotency_key="retry")
+    await socket.receive_until(finished)
+    before = await db_state()
+
+    await socket.send(action="send", content="Hello", idempotency_key="retry")
+    event = await socket.receive()
+
+    assert (event["type"], event["code"]) == ("error", "duplicate")
+    assert await db_state() == before

@@ -6,8 +6,8 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from conversations.models import Message
-from conversations.services.generation import SendRefused
+from conversations.models import Conversation, Message
+from conversations.services.generation import DuplicateSend, SendRefused
 
 
 class RateLimited(SendRefused):
@@ -20,13 +20,22 @@ class TooManyActive(RateLimited):
     code = "too_many_active"
 
 
-def check_send_allowed(user: Any) -> None:
+def check_send_allowed(
+    user: Any, *, conversation: Conversation | None = None, idempotency_key: str = ""
+) -> None:
     """Raise RateLimited if this user may not start another reply now.
 
+    A send whose idempotency key was already used raises DuplicateSend first: its message went
+    through, and a limit's "try again later" would tell the client the opposite.
+
     Checked before reply_create rather than inside its transaction, so two sends that race across
-    processes can each pass and overshoot a limit by one; the limits guard against abuse, not
+    processes can each pass and together overshoot a limit; the limits guard against abuse, not
     against a user's second tab.
     """
+    if conversation is not None and idempotency_key:
+        sent = Message.objects.filter(conversation=conversation, idempotency_key=idempotency_key)
+        if sent.exists():
+            raise DuplicateSend("This message was already sent.")
     mine = Message.objects.filter(conversation__owner=user)
     limit = settings.CHAT_MAX_ACTIVE_PER_USER
     if mine.active().count() >= limit:
