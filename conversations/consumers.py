@@ -65,6 +65,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(self.conversation.group_name, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if not hasattr(self, "conversation"):
+            return  # refused at connect: a frame sent before the client saw the close
         try:
             frame = parse_frame(text_data, conversation_id=str(self.conversation.id))
             if isinstance(frame, CancelFrame):
