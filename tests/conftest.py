@@ -22,6 +22,8 @@ from conversations.routing import websocket_urlpatterns
 def scripted_engine(settings: Any) -> Any:
     """Every test runs on the scripted engine unless it picks another one."""
     settings.CHAT_ENGINE = "scripted"
+    # Users are created in most tests; real password hashing would dominate their run time.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.CHAT_SCRIPTED_TOKENS = 40
     settings.CHAT_SCRIPTED_DELAY_MS = 10
     reset_engines()
