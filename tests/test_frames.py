@@ -26,6 +26,12 @@ def parse(frame: Any) -> SendFrame | CancelFrame:
     return parse_frame(raw, conversation_id=CONVERSATION)
 
 
+def parse_send(frame: Any) -> SendFrame:
+    parsed = parse(frame)
+    assert isinstance(parsed, SendFrame)
+    return parsed
+
+
 def error_code(frame: Any) -> str:
     with pytest.raises(FrameError) as caught:
         parse(frame)
@@ -56,8 +62,9 @@ def test_it_ignores_the_fields_htmx_adds() -> None:
 
 
 def test_it_treats_a_null_or_empty_key_as_no_key() -> None:
-    assert parse({"action": "send", "content": "hi", "idempotency_key": None}).idempotency_key == ""
-    assert parse({"action": "send", "content": "hi", "idempotency_key": ""}).idempotency_key == ""
+    for key in (None, ""):
+        frame = parse_send({"action": "send", "content": "hi", "idempotency_key": key})
+        assert frame.idempotency_key == ""
 
 
 def test_it_accepts_its_own_conversation_in_any_uuid_spelling() -> None:
@@ -142,7 +149,10 @@ def test_it_refuses_a_bad_idempotency_key(key: Any) -> None:
 
 def test_it_accepts_the_longest_idempotency_key() -> None:
     key = "k" * MAX_IDEMPOTENCY_KEY
-    assert parse({"action": "send", "content": "hi", "idempotency_key": key}).idempotency_key == key
+    assert (
+        parse_send({"action": "send", "content": "hi", "idempotency_key": key}).idempotency_key
+        == key
+    )
 
 
 def test_it_refuses_an_oversized_frame_before_parsing_it() -> None:
