@@ -28,8 +28,6 @@ PROMPT_LIMIT = 50
 
 @pytest.fixture(autouse=True)
 def quick_replies(settings: Any, scripted_engine: Any) -> None:
-    # Autouse fixtures run before `users`: its three passwords need no slow hashing here.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.CHAT_MAX_PROMPT_CHARS = PROMPT_LIMIT
     scripted_engine.tokens = 5
 
