@@ -25,7 +25,9 @@ def llamacpp(settings: Any) -> Any:
     return get_engine("llamacpp")
 
 
-async def test_it_streams_a_short_reply(connect: Any, alice: Any, conversation: Any, llamacpp: Any) -> None:
+async def test_it_streams_a_short_reply(
+    connect: Any, alice: Any, conversation: Any, llamacpp: Any
+) -> None:
     socket, _, _ = await connect(alice, conversation.pk)
     await socket.send(action="send", content="Say hello in three words.")
     events = await socket.receive_until(finished, timeout=60)

@@ -141,7 +141,9 @@ async def test_the_browser_gets_html_fragments(connect: Any, alice: Any, convers
 async def test_the_started_fragment_shows_the_new_title_everywhere(
     connect: Any, alice: Any, conversation: Any
 ) -> None:
-    await database_sync_to_async(type(conversation).objects.filter(pk=conversation.pk).update)(title="")
+    await database_sync_to_async(type(conversation).objects.filter(pk=conversation.pk).update)(
+        title=""
+    )
     socket, _, _ = await connect(alice, conversation.pk, json_protocol=False)
     await socket.communicator.receive_from()  # the saved state on connect
     await socket.send(action="send", content="Plan a picnic")

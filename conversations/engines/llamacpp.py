@@ -43,7 +43,9 @@ class LlamaStream:
         self.engine = engine
         self.messages = messages
         self.params = params
-        self.result = StreamResult(prompt_tokens=sum(engine.count_tokens(m.content) for m in messages))
+        self.result = StreamResult(
+            prompt_tokens=sum(engine.count_tokens(m.content) for m in messages)
+        )
         self._stop = threading.Event()
         self._job: Future[None] | None = None
         self._finished = asyncio.Event()

@@ -161,10 +161,6 @@ async def reply_cancel(*, conversation: Conversation, cancelled_by: str) -> None
     )
 
 
-def running_generation(message_id: int) -> Generation | None:
-    return _running.get(message_id)
-
-
 class Generation:
     """One reply being generated: streams engine deltas to the group and keeps the row current."""
 
@@ -184,7 +180,6 @@ class Generation:
         self.last_viewer_seen = time.monotonic()
         self.stream: EngineStream | None = None
         self.task: asyncio.Task[None] | None = None
-        self.done = asyncio.Event()
         self._send_lock = asyncio.Lock()
         self._snapshot_tasks: set[asyncio.Task[None]] = set()
         self._frame_task: asyncio.Task[None] | None = None
@@ -235,7 +230,6 @@ class Generation:
             with suppress(Exception):
                 await self.layer.group_discard(plan.group, self.channel)
             _running.pop(plan.message_id, None)
-            self.done.set()
 
     async def _consume(self, stream: EngineStream) -> None:
         stall = settings.CHAT_STALL_TIMEOUT_S
