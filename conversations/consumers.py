@@ -16,12 +16,13 @@ from conversations.events import JSON_SUBPROTOCOL, HtmlRenderer, JsonRenderer
 from conversations.frames import CancelFrame, FrameError, parse_frame
 from conversations.models import Conversation, Message
 from conversations.services import generation
-from conversations.services.limits import check_send_allowed
+from conversations.services.errors import SendRefused
 from conversations.services.recovery import replies_mark_interrupted
 
 logger = logging.getLogger("chatsite.socket")
 
 CLOSE_FORBIDDEN = 4403
+_NO_DATABASE = {"chat.delta", "chat.ping", "chat.snapshot", "generation.cancel", "generation.sync"}
 
 
 class ConversationConsumer(AsyncWebsocketConsumer):
@@ -74,9 +75,6 @@ class ConversationConsumer(AsyncWebsocketConsumer):
                     conversation=self.conversation, cancelled_by=self.user.get_username()
                 )
                 return
-            await database_sync_to_async(check_send_allowed)(
-                self.user, conversation=self.conversation, idempotency_key=frame.idempotency_key
-            )
             await generation.reply_start(
                 conversation=self.conversation,
                 content=frame.content,
@@ -84,8 +82,17 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             )
         except FrameError as exc:
             await self._send(self.renderer.error(exc.code, exc.message))
-        except generation.SendRefused as exc:
+        except SendRefused as exc:
             await self._send(self.renderer.error(exc.code, str(exc)))
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels closes stale database connections before every handler: a hop to the one
+        # sync thread, queued behind whatever database work runs there, for every streamed
+        # frame. These handlers touch no database (what they call cleans up by itself).
+        if message["type"] in _NO_DATABASE:
+            await getattr(self, message["type"].replace(".", "_"))(message)
+        else:
+            await super().dispatch(message)
 
     # Group events, one handler each ("chat.delta" -> chat_delta).
 

@@ -278,6 +278,8 @@ needs_postgres = pytest.mark.skipif(
 @needs_postgres
 def test_two_processes_creating_the_same_key_at_once_create_one_reply(alice: Any) -> None:
     for _ in range(10):  # several rounds: the threads must really meet at the index
+        # Earlier rounds' replies must not count against the active-replies limit.
+        Message.objects.filter(conversation__owner=alice).update(status=Message.Status.COMPLETE)
         conversation = Conversation.objects.create(owner=alice)
         results = race_reply_create(conversation, ["same", "same"])
 
@@ -289,6 +291,8 @@ def test_two_processes_creating_the_same_key_at_once_create_one_reply(alice: Any
 @needs_postgres
 def test_two_processes_sending_different_keys_at_once_start_one_reply(alice: Any) -> None:
     for _ in range(10):
+        # Earlier rounds' replies must not count against the active-replies limit.
+        Message.objects.filter(conversation__owner=alice).update(status=Message.Status.COMPLETE)
         conversation = Conversation.objects.create(owner=alice)
         results = race_reply_create(conversation, ["one", "two"])
 
@@ -296,6 +300,36 @@ def test_two_processes_sending_different_keys_at_once_start_one_reply(alice: Any
         assert sum(isinstance(r, ReplyInProgress) for r in results) == 1
         # The refused send's user message was rolled back with it.
         assert conversation.messages.count() == 2
+
+
+@needs_postgres
+def test_sends_racing_in_two_processes_never_overshoot_the_active_limit(
+    alice: Any, settings: Any
+) -> None:
+    settings.CHAT_MAX_ACTIVE_PER_USER = 1
+    for _ in range(10):
+        Message.objects.filter(conversation__owner=alice).update(status=Message.Status.COMPLETE)
+        conversations = [Conversation.objects.create(owner=alice) for _ in range(2)]
+        barrier = threading.Barrier(2)
+        results: list[Any] = [None, None]
+
+        def attempt(index: int) -> None:
+            try:
+                barrier.wait(timeout=10)
+                results[index] = reply_create(conversation=conversations[index], content="Hi")
+            except Exception as exc:
+                results[index] = exc
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=attempt, args=(i,)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+
+        assert sorted(type(r).__name__ for r in results) == ["ReplyPlan", "TooManyActive"]
+        assert Message.objects.filter(conversation__owner=alice).active().count() == 1
 
 
 def test_reply_create_refuses_a_repeated_key(alice: Any) -> None:

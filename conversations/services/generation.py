@@ -28,6 +28,7 @@ from channels.db import database_sync_to_async
 from channels.exceptions import ChannelFull
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -35,6 +36,12 @@ from conversations import metrics
 from conversations.engines import get_engine
 from conversations.engines.base import ChatMessage, EngineError, EngineStream, SamplingParams
 from conversations.models import Conversation, Message
+from conversations.services.errors import (
+    DuplicateSend,
+    NothingToCancel,
+    ReplyInProgress,
+)
+from conversations.services.limits import check_send_allowed
 from conversations.services.prompt import build_chat_messages
 from conversations.services.recovery import replies_mark_interrupted
 
@@ -44,24 +51,6 @@ SNAPSHOT_ATTEMPTS = 20
 
 # Strong references to running generations: asyncio keeps only weak ones to tasks.
 _running: dict[int, Generation] = {}
-
-
-class SendRefused(Exception):
-    """A send that starts nothing; the message is shown to the user who sent it."""
-
-    code = "refused"
-
-
-class ReplyInProgress(SendRefused):
-    code = "reply_in_progress"
-
-
-class DuplicateSend(SendRefused):
-    code = "duplicate"
-
-
-class NothingToCancel(SendRefused):
-    code = "nothing_to_cancel"
 
 
 @dataclass(frozen=True)
@@ -80,14 +69,18 @@ class ReplyPlan:
 def reply_create(
     *, conversation: Conversation, content: str, idempotency_key: str = ""
 ) -> ReplyPlan:
-    """Save the user's message and a pending reply, or refuse if a reply is already running.
+    """Save the user's message and a pending reply, or refuse the send.
 
-    The database's unique constraints make both refusals hold across processes.
+    Refusals hold across processes: the database's unique constraints allow one active reply per
+    conversation and one message per idempotency key, and the owner's row is locked while the
+    per-user limits are counted, so concurrent sends of one user are counted one after another.
     """
     engine = get_engine()
     # A reply whose process died would otherwise block this conversation until the next restart.
     replies_mark_interrupted(conversation=conversation)
     with transaction.atomic():
+        owner = get_user_model().objects.select_for_update().get(pk=conversation.owner_id)
+        check_send_allowed(owner, conversation=conversation, idempotency_key=idempotency_key)
         try:
             with transaction.atomic():
                 user_message = Message.objects.create(

@@ -7,17 +7,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from conversations.models import Conversation, Message
-from conversations.services.generation import DuplicateSend, SendRefused
-
-
-class RateLimited(SendRefused):
-    code = "rate_limited"
-
-
-class TooManyActive(RateLimited):
-    """Its own code, because the cure differs: finish or stop a reply instead of waiting."""
-
-    code = "too_many_active"
+from conversations.services.errors import DuplicateSend, RateLimited, TooManyActive
 
 
 def check_send_allowed(
@@ -28,9 +18,8 @@ def check_send_allowed(
     A send whose idempotency key was already used raises DuplicateSend first: its message went
     through, and a limit's "try again later" would tell the client the opposite.
 
-    Checked before reply_create rather than inside its transaction, so two sends that race across
-    processes can each pass and together overshoot a limit; the limits guard against abuse, not
-    against a user's second tab.
+    reply_create calls this inside its transaction with the user's row locked, so sends racing
+    in several processes are counted one after another.
     """
     if conversation is not None and idempotency_key:
         sent = Message.objects.filter(conversation=conversation, idempotency_key=idempotency_key)
