@@ -244,23 +244,25 @@ async def test_two_tabs_sending_the_same_key_at_once_start_one_reply(
     assert messages[1].status == Message.Status.COMPLETE
 
 
-def race_reply_create(conversation: Conversation, keys: list[str]) -> list[Any]:
-    """Call reply_create from one thread per key, released together; what each got back."""
-    barrier = threading.Barrier(len(keys))
-    results: list[Any] = [None] * len(keys)
+def race_reply_create(sends: list[tuple[Conversation, str]]) -> list[Any]:
+    """Call reply_create from one thread per (conversation, key), released together, as two
+    processes would; what each got back."""
+    barrier = threading.Barrier(len(sends))
+    results: list[Any] = [None] * len(sends)
 
     def attempt(index: int) -> None:
+        conversation, key = sends[index]
         try:
             barrier.wait(timeout=10)
             results[index] = reply_create(
-                conversation=conversation, content="Hello", idempotency_key=keys[index]
+                conversation=conversation, content="Hello", idempotency_key=key
             )
         except Exception as exc:
             results[index] = exc
         finally:
             connection.close()  # each thread has its own connection
 
-    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(len(keys))]
+    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(len(sends))]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -281,7 +283,7 @@ def test_two_processes_creating_the_same_key_at_once_create_one_reply(alice: Any
         # Earlier rounds' replies must not count against the active-replies limit.
         Message.objects.filter(conversation__owner=alice).update(status=Message.Status.COMPLETE)
         conversation = Conversation.objects.create(owner=alice)
-        results = race_reply_create(conversation, ["same", "same"])
+        results = race_reply_create([(conversation, "same"), (conversation, "same")])
 
         assert sorted(type(r).__name__ for r in results) == ["DuplicateSend", "ReplyPlan"]
         assert conversation.messages.filter(role=Message.Role.USER).count() == 1
@@ -294,7 +296,7 @@ def test_two_processes_sending_different_keys_at_once_start_one_reply(alice: Any
         # Earlier rounds' replies must not count against the active-replies limit.
         Message.objects.filter(conversation__owner=alice).update(status=Message.Status.COMPLETE)
         conversation = Conversation.objects.create(owner=alice)
-        results = race_reply_create(conversation, ["one", "two"])
+        results = race_reply_create([(conversation, "one"), (conversation, "two")])
 
         assert sum(isinstance(r, ReplyPlan) for r in results) == 1
         assert sum(isinstance(r, ReplyInProgress) for r in results) == 1
@@ -309,24 +311,12 @@ def test_sends_racing_in_two_processes_never_overshoot_the_active_limit(
     settings.CHAT_MAX_ACTIVE_PER_USER = 1
     for _ in range(10):
         Message.objects.filter(conversation__owner=alice).update(status=Message.Status.COMPLETE)
-        conversations = [Conversation.objects.create(owner=alice) for _ in range(2)]
-        barrier = threading.Barrier(2)
-        results: list[Any] = [None, None]
-
-        def attempt(index: int) -> None:
-            try:
-                barrier.wait(timeout=10)
-                results[index] = reply_create(conversation=conversations[index], content="Hi")
-            except Exception as exc:
-                results[index] = exc
-            finally:
-                connection.close()
-
-        threads = [threading.Thread(target=attempt, args=(i,)) for i in range(2)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=30)
+        results = race_reply_create(
+            [
+                (Conversation.objects.create(owner=alice), ""),
+                (Conversation.objects.create(owner=alice), ""),
+            ]
+        )
 
         assert sorted(type(r).__name__ for r in results) == ["ReplyPlan", "TooManyActive"]
         assert Message.objects.filter(conversation__owner=alice).active().count() == 1
