@@ -80,6 +80,12 @@ class Sock:
         self.waiters.append((predicate, future))
         return future
 
+    async def start_reply(self) -> None:
+        try:
+            await self.send(action="send", content="Stream please")
+        except ConnectionClosed:
+            self.errors.append("closed_before_send")
+
     async def send(self, **frame: Any) -> float:
         sent_at = time.time()
         await self.ws.send(json.dumps(frame))
@@ -147,10 +153,7 @@ class Client:
             sock.recording = True
             delay = start_at + stagger_s * index / count - time.time()
             asyncio.get_running_loop().call_later(
-                max(0.0, delay),
-                lambda s=sock: asyncio.ensure_future(
-                    s.send(action="send", content="Stream please")
-                ),
+                max(0.0, delay), lambda s=sock: asyncio.ensure_future(s.start_reply())
             )
 
     async def collect(

@@ -84,8 +84,9 @@ def concurrency(cfg: Config, servers: Servers, cookie: str, workdir: Path) -> di
         for n in cfg.sweep:
             point = _concurrency_point(cfg, servers, cookie, workers, n, workdir)
             points.append(point)
-            if point["gap_excess_ms"].get("p99", 0) > cfg.stop_gap_ms:
-                break  # past saturation: larger N only takes longer to say the same
+            p99 = point["gap_excess_ms"].get("p99", float("inf"))
+            if p99 > cfg.stop_gap_ms or point["tokens_per_s"] < point["expected_tokens_per_s"] / 2:
+                break
     finally:
         for worker in workers:
             worker.close()
