@@ -10,6 +10,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.db import DatabaseError
 
 from conversations import metrics
 from conversations.events import JSON_SUBPROTOCOL, HtmlRenderer, JsonRenderer
@@ -84,6 +85,10 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self._send(self.renderer.error(exc.code, exc.message))
         except SendRefused as exc:
             await self._send(self.renderer.error(exc.code, str(exc)))
+        except DatabaseError:
+            logger.exception("database error handling a frame")
+            message = "The server could not save that just now. Please try again."
+            await self._send(self.renderer.error("unavailable", message))
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Channels closes stale database connections before every handler: a hop to the one
@@ -99,16 +104,17 @@ class ConversationConsumer(AsyncWebsocketConsumer):
     async def chat_started(self, event: dict[str, Any]) -> None:
         self.shown[event["message_id"]] = 0
         self._heard(event["message_id"])
-        user_message, reply = await _messages(event["user_message_id"], event["message_id"])
-        await self._send(self.renderer.started(user_message, reply))
+        messages = await _messages(event["user_message_id"], event["message_id"])
+        if messages is not None:
+            await self._send(self.renderer.started(*messages))
 
     async def chat_delta(self, event: dict[str, Any]) -> None:
         message_id, offset, text = event["message_id"], event["offset"], event["text"]
-        self._heard(message_id)
         shown = self.shown.get(message_id)
         if message_id in self.settled:
             return
         if shown is None:
+            # Not "heard": if our snapshot request was lost, the watchdog must ask again.
             if message_id not in self.shown:
                 await self._resync(message_id)
             return  # the snapshot we asked for covers this delta
@@ -117,12 +123,15 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             logger.warning("gap in message %s: have %s, got offset %s", message_id, shown, offset)
             await self._resync(message_id)
             return
+        self._heard(message_id)
         if offset + len(text) <= shown:
             return
         self.shown[message_id] = offset + len(text)
         await self._send(self.renderer.delta(message_id, shown, text[shown - offset :]))
 
     async def chat_snapshot(self, event: dict[str, Any]) -> None:
+        if event["message_id"] in self.settled:
+            return  # a late answer: the finished reply is already shown
         self._heard(event["message_id"])
         self.shown[event["message_id"]] = len(event["text"])
         await self._send(self.renderer.snapshot(event["message_id"], event["text"]))
@@ -133,15 +142,18 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         self.settled.add(event["message_id"])
         self.shown.pop(event["message_id"], None)
         self.last_heard.pop(event["message_id"], None)
-        reply = await database_sync_to_async(Message.objects.get)(pk=event["message_id"])
-        await self._send(self.renderer.finished(reply))
+        reply = await database_sync_to_async(Message.objects.filter(pk=event["message_id"]).first)()
+        if reply is not None:  # None: the conversation was deleted meanwhile
+            await self._send(self.renderer.finished(reply))
 
     async def chat_ping(self, event: dict[str, Any]) -> None:
-        if event["message_id"] in self.shown:
+        if self.shown.get(event["message_id"]) is not None:
             self._heard(event["message_id"])
-        await self.channel_layer.send(
-            event["reply_channel"], {"type": "generation.pong", "message_id": event["message_id"]}
-        )
+        pong = {"type": "generation.pong", "message_id": event["message_id"]}
+        try:
+            await self.channel_layer.send(event["reply_channel"], pong)
+        except Exception as exc:  # a full or unreachable channel: the next ping tries again
+            logger.warning("pong failed: %r", exc)
 
     # Events meant for the generation; every member of the group receives them.
     async def generation_cancel(self, event: dict[str, Any]) -> None:
@@ -179,8 +191,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):
                 await database_sync_to_async(replies_mark_interrupted)(
                     conversation=self.conversation
                 )
-                reply = await database_sync_to_async(Message.objects.get)(pk=message_id)
-                if reply.is_active:
+                reply = await database_sync_to_async(Message.objects.filter(pk=message_id).first)()
+                if reply is not None and reply.is_active:
                     await self._resync(message_id)  # still running somewhere: ask it again
                 else:
                     await self.chat_finished({"message_id": message_id})
@@ -201,6 +213,9 @@ def _latest_reply(conversation: Conversation) -> Message | None:
 
 
 @database_sync_to_async
-def _messages(user_message_id: int, reply_id: int) -> tuple[Message, Message]:
+def _messages(user_message_id: int, reply_id: int) -> tuple[Message, Message] | None:
+    """Both messages of a send; None once the conversation has been deleted."""
     found = Message.objects.select_related("conversation").in_bulk([user_message_id, reply_id])
+    if user_message_id not in found or reply_id not in found:
+        return None
     return found[user_message_id], found[reply_id]

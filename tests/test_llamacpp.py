@@ -71,6 +71,7 @@ async def test_stopping_a_queued_reply_removes_it_without_running(llamacpp: Any)
     assert await first
     await asyncio.sleep(0.05)
     assert not waiting.done(), "the second reply waits for the model"
+    assert queued.waiting_in_queue and not running.waiting_in_queue, "no stall clock while queued"
 
     await queued.stop()
     with pytest.raises(StopAsyncIteration):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from channels.layers import channel_layers
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.urls import path
+from django.utils import timezone
 
 from conversations.consumers import ConversationConsumer
 from conversations.engines.scripted import scripted_token
@@ -152,3 +154,74 @@ async def test_a_flooded_slow_consumer_still_ends_with_the_saved_text(
     streamed = streamed_text(events[:-1])
     assert row.content.startswith(streamed), "what was streamed is never contradicted"
     assert events[-1]["message"]["content"] == row.content
+
+
+async def test_a_stop_recorded_only_in_the_database_still_stops_the_reply(
+    connect: Any, alice: Any, conversation: Any, scripted_engine: Any, settings: Any
+) -> None:
+    """A group message can be lost; the Stop written to the row is read at the next flush."""
+    from conversations.services.generation import _record_cancel_request
+
+    settings.CHAT_FLUSH_INTERVAL_S = 0.1
+    scripted_engine.tokens = 10_000
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="go")
+    await socket.receive_until(lambda e: e["type"] == "message.delta")
+    await database_sync_to_async(_record_cancel_request)(
+        conversation, "alice", timezone.now()
+    )  # no group message at all
+    events = await socket.receive_until(finished)
+    assert events[-1]["message"]["status"] == "cancelled"
+    assert events[-1]["message"]["cancelled_by"] == "alice"
+    row = await reply_of(conversation)
+    assert row.completion_tokens < 10_000
+    assert scripted_engine.records[row.request_id].stop_requested_at is not None
+
+
+async def test_a_generation_cut_off_by_shutdown_is_saved_as_interrupted(
+    alice: Any, conversation: Any, scripted_engine: Any
+) -> None:
+    from conversations.services.generation import reply_start
+
+    scripted_engine.tokens = 10_000
+    generation = await reply_start(conversation=conversation, content="go")
+    while generation.length < 50:  # noqa: ASYNC110 - polling its progress is the point
+        await asyncio.sleep(0.01)
+    assert generation.task is not None
+    generation.task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await generation.task
+
+    row = await reply_of(conversation)
+    assert row.status == Message.Status.INTERRUPTED, "never passed off as a complete reply"
+    assert len(row.content) >= 50
+
+
+async def test_a_send_in_a_deleted_conversation_is_refused_and_the_socket_lives(
+    connect: Any, alice: Any, conversation: Any
+) -> None:
+    socket, _, _ = await connect(alice, conversation.pk)
+    await database_sync_to_async(conversation.delete)()
+    await socket.send(action="send", content="hello?")
+    events = await socket.receive_until(lambda e: e["type"] == "error")
+    assert events[-1]["code"] == "conversation_deleted"
+    await socket.send(action="cancel")
+    events = await socket.receive_until(lambda e: e["type"] == "error")
+    assert events[-1]["code"] == "nothing_to_cancel", "the socket still answers"
+
+
+async def test_a_send_from_a_stale_tab_keeps_a_rename(
+    connect: Any, alice: Any, conversation: Any
+) -> None:
+    from conversations.services.conversations import conversation_rename
+
+    await database_sync_to_async(type(conversation).objects.filter(pk=conversation.pk).update)(
+        title=""
+    )
+    socket, _, _ = await connect(alice, conversation.pk)  # loads the untitled conversation
+    renamed = await database_sync_to_async(type(conversation).objects.get)(pk=conversation.pk)
+    await database_sync_to_async(conversation_rename)(conversation=renamed, title="Holiday plans")
+    await socket.send(action="send", content="first message")
+    await socket.receive_until(finished)
+    await database_sync_to_async(renamed.refresh_from_db)()
+    assert renamed.title == "Holiday plans"

@@ -107,6 +107,11 @@ class LlamaStream:
     def _mark_finished(self) -> None:
         self._finished.set()
 
+    @property
+    def waiting_in_queue(self) -> bool:
+        """Queued behind other replies: the generation's stall timeout does not apply yet."""
+        return self._job is not None and not self._job.running() and not self._job.done()
+
     async def stop(self) -> datetime:
         self._stop.set()
         if self._job is None or self._job.cancel():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
@@ -31,6 +32,8 @@ _END = object()
 # After [DONE] the reader reads on to the end of the body, so the connection goes back to the
 # pool; a server that does not end it this soon loses the connection instead.
 _DRAIN_S = 1.0
+
+logger = logging.getLogger("chatsite.engines.openai")
 
 
 class OpenAIStream:
@@ -108,6 +111,11 @@ class OpenAIStream:
         except httpx.HTTPError as exc:
             if not self._complete:  # once the reply is whole, a failure draining it is not one
                 self._queue.put_nowait(EngineError(_transport_error(exc, engine)))
+        except Exception as exc:
+            # Anything else (a bad URL, a misused stream) must still end the reply, not hang it.
+            logger.exception("openai engine reader failed")
+            if not self._complete:
+                self._queue.put_nowait(EngineError(f"The model server request failed: {exc}"))
 
     async def _read_events(self, response: httpx.Response) -> None:
         """Queue the text of each event, and the end of the reply at [DONE]."""

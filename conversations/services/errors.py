@@ -27,3 +27,7 @@ class TooManyActive(RateLimited):
     """Its own code, because the cure differs: finish or stop a reply instead of waiting."""
 
     code = "too_many_active"
+
+
+class ConversationGone(SendRefused):
+    code = "conversation_deleted"

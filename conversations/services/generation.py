@@ -37,17 +37,20 @@ from conversations.engines import get_engine
 from conversations.engines.base import ChatMessage, EngineError, EngineStream, SamplingParams
 from conversations.models import Conversation, Message
 from conversations.services.errors import (
+    ConversationGone,
     DuplicateSend,
     NothingToCancel,
     ReplyInProgress,
 )
 from conversations.services.limits import check_send_allowed
 from conversations.services.prompt import build_chat_messages
-from conversations.services.recovery import replies_mark_interrupted
+from conversations.services.recovery import INTERRUPTED_ERROR, replies_mark_interrupted
 
 logger = logging.getLogger("chatsite.generation")
 
 SNAPSHOT_ATTEMPTS = 20
+# An engine that has not confirmed a stop by then is logged, and the reply is saved anyway.
+ENGINE_STOP_TIMEOUT_S = 10.0
 
 # Strong references to running generations: asyncio keeps only weak ones to tasks.
 _running: dict[int, Generation] = {}
@@ -80,6 +83,8 @@ def reply_create(
     replies_mark_interrupted(conversation=conversation)
     with transaction.atomic():
         owner = get_user_model().objects.select_for_update().get(pk=conversation.owner_id)
+        if not Conversation.objects.filter(pk=conversation.pk).exists():
+            raise ConversationGone("This conversation has been deleted.")
         check_send_allowed(owner, conversation=conversation, idempotency_key=idempotency_key)
         try:
             with transaction.atomic():
@@ -106,9 +111,11 @@ def reply_create(
             raise ReplyInProgress(
                 "A reply is still being written. Wait for it or press Stop, then send again."
             ) from None
-        if not conversation.title_is_custom and not conversation.title:
-            conversation.title = " ".join(content.split())[:80]
-        conversation.save(update_fields=["title", "updated_at"])
+        # Conditional: this socket's copy of the conversation may predate a rename in another tab.
+        Conversation.objects.filter(pk=conversation.pk, title="", title_is_custom=False).update(
+            title=" ".join(content.split())[:80]
+        )
+        Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
         chat_messages = build_chat_messages(conversation, engine)
     return ReplyPlan(
         conversation_id=conversation.id,
@@ -135,23 +142,39 @@ async def reply_start(
 
 
 async def reply_cancel(*, conversation: Conversation, cancelled_by: str) -> None:
-    """Ask the conversation's running generation, wherever it runs, to stop."""
-    requested_at = time.time()
-    active = await database_sync_to_async(
-        lambda: Message.objects.filter(conversation=conversation).active().first()
-    )()
-    if active is None:
-        raise NothingToCancel("Nothing is being written right now.")
+    """Ask the conversation's running generation, wherever it runs, to stop.
+
+    The request goes to the conversation's group, which reaches the generation at once, and into
+    the reply's row, which the generation reads at every flush: a group message can be lost (a
+    full channel, a Redis restart, a generation that has not joined its group yet), the row not.
+    """
+    requested_at = timezone.now()
+    active = await database_sync_to_async(_record_cancel_request)(
+        conversation, cancelled_by, requested_at
+    )
     logger.info("cancel requested request_id=%s by=%s", active.request_id, cancelled_by)
     await get_channel_layer().group_send(
         conversation.group_name,
         {
             "type": "generation.cancel",
             "message_id": active.pk,
-            "requested_at": requested_at,
+            "requested_at": requested_at.timestamp(),
             "cancelled_by": cancelled_by,
         },
     )
+
+
+def _record_cancel_request(
+    conversation: Conversation, cancelled_by: str, requested_at: datetime
+) -> Message:
+    active = Message.objects.filter(conversation=conversation).active().first()
+    if active is None:
+        raise NothingToCancel("Nothing is being written right now.")
+    # Conditional: the first Stop's time and author stand, and a finished reply is not touched.
+    Message.objects.filter(pk=active.pk, cancel_requested_at__isnull=True).active().update(
+        cancel_requested_at=requested_at, cancelled_by=cancelled_by
+    )
+    return active
 
 
 class Generation:
@@ -207,19 +230,31 @@ class Generation:
             if self.cancel_requested_at is not None:
                 await self.stream.stop()  # cancelled while we were setting up
             await self._consume(self.stream)
-            if self.cancel_requested_at is not None:
+            # A Stop that arrived as the engine produced its last token stopped nothing.
+            if self.cancel_requested_at is not None and self.stream.result.finish_reason not in (
+                "stop",
+                "length",
+            ):
                 status = Message.Status.CANCELLED
         except (EngineError, TimeoutError) as exc:
             status, error = Message.Status.ERROR, _readable_error(exc)
             logger.warning("engine error request_id=%s: %s", plan.request_id, error)
+        except asyncio.CancelledError:
+            # The process is shutting down under us: what was written is kept, marked unfinished.
+            status, error = Message.Status.INTERRUPTED, INTERRUPTED_ERROR
+            raise
         except Exception as exc:
             status, error = Message.Status.ERROR, "The engine failed unexpectedly."
             logger.exception("generation crashed request_id=%s: %s", plan.request_id, exc)
         finally:
             listener.cancel()
             keeper.cancel()
-            with suppress(Exception):
+            for task in self._snapshot_tasks:
+                task.cancel()
+            try:
                 await self._finish(status, error)
+            except Exception:
+                logger.exception("could not save the reply request_id=%s", plan.request_id)
             with suppress(Exception):
                 await self.layer.group_discard(plan.group, self.channel)
             _running.pop(plan.message_id, None)
@@ -234,6 +269,8 @@ class Generation:
                 except StopAsyncIteration:
                     return
                 except TimeoutError:
+                    if getattr(stream, "waiting_in_queue", False):
+                        continue  # queued behind other replies (shown as waiting), not stalled
                     await stream.stop()
                     raise TimeoutError(
                         f"The engine produced nothing for {stall:g} seconds."
@@ -308,7 +345,17 @@ class Generation:
         self.cancelled_by = cancelled_by
         logger.info("cancel received request_id=%s, stopping the engine", self.plan.request_id)
         if self.stream is not None:
-            await self.stream.stop()
+            await self._stop_engine()
+
+    async def _stop_engine(self) -> datetime | None:
+        """Stop the engine and return when it confirmed; None if it failed to confirm."""
+        assert self.stream is not None
+        try:
+            async with asyncio.timeout(ENGINE_STOP_TIMEOUT_S):
+                return await self.stream.stop()
+        except Exception:
+            logger.exception("engine did not confirm the stop request_id=%s", self.plan.request_id)
+            return None
 
     async def _send_snapshot(self, reply_channel: str) -> None:
         # Under the send lock, so every delta after the snapshot starts where it ends.
@@ -336,9 +383,12 @@ class Generation:
         while True:
             await asyncio.sleep(interval)
             try:
-                await database_sync_to_async(self._flush)()
+                cancel_request = await database_sync_to_async(self._flush)()
             except Exception as exc:
                 logger.warning("flush failed request_id=%s: %r", self.plan.request_id, exc)
+            else:
+                if cancel_request is not None:
+                    await self._cancel(cancel_request[0].timestamp(), cancel_request[1])
             await self._group_send("chat.ping", reply_channel=self.channel)
             if time.monotonic() - self.last_viewer_seen > grace:
                 logger.info("no viewer for %ss request_id=%s", grace, self.plan.request_id)
@@ -349,14 +399,23 @@ class Generation:
             status=Message.Status.STREAMING, first_token_at=self.first_token_at
         )
 
-    def _flush(self) -> None:
+    def _flush(self) -> tuple[datetime, str] | None:
+        """Write the partial text and heartbeat; return a Stop recorded in the row, if any."""
         length = self.length
         fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
         if length != self.flushed:
             fields["content"] = self.text[:length]
+        row = Message.objects.filter(pk=self.plan.message_id)
         # Only an active row is ours to write; a finished one must never be overwritten.
-        Message.objects.filter(pk=self.plan.message_id).active().update(**fields)
+        row.active().update(**fields)
         self.flushed = length
+        if self.cancel_requested_at is not None:
+            return None
+        return (
+            row.filter(cancel_requested_at__isnull=False)
+            .values_list("cancel_requested_at", "cancelled_by")
+            .first()
+        )
 
     async def _finish(self, status: str, error: str) -> None:
         if self._frame_task is not None:
@@ -366,7 +425,7 @@ class Generation:
         result = self.stream.result if self.stream is not None else None
         confirmed_at = None
         if status == Message.Status.CANCELLED and self.stream is not None:
-            confirmed_at = await self.stream.stop()
+            confirmed_at = await self._stop_engine()
         self.observer.finished(
             status,
             tokens=result.completion_tokens if result is not None else 0,
