@@ -72,7 +72,10 @@ TEMPLATES = [
 DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
-        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0),
+        # Generations write every flush interval through Channels' one database thread per
+        # process; reconnecting for each write would make heartbeats lag under load.
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0),
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -171,6 +174,12 @@ LOGGING = {
 CHAT_DISCONNECT_GRACE_S = env_float("CHAT_DISCONNECT_GRACE_S", 30.0, minimum=0.1)
 # An active reply whose heartbeat is older than this is marked interrupted (its process died).
 CHAT_HEARTBEAT_TIMEOUT_S = env_float("CHAT_HEARTBEAT_TIMEOUT_S", 10.0, minimum=1.0)
+if CHAT_HEARTBEAT_TIMEOUT_S < 3 * CHAT_FLUSH_INTERVAL_S:
+    # A heartbeat refreshed less often than this would get live replies marked interrupted.
+    raise ImproperlyConfigured(
+        f"CHAT_HEARTBEAT_TIMEOUT_S ({CHAT_HEARTBEAT_TIMEOUT_S:g}) must be at least three times "
+        f"CHAT_FLUSH_INTERVAL_S ({CHAT_FLUSH_INTERVAL_S:g})."
+    )
 # Per-user limits: replies being written at once, and messages sent per minute.
 CHAT_MAX_ACTIVE_PER_USER = env_int("CHAT_MAX_ACTIVE_PER_USER", 3, minimum=1)
 CHAT_SENDS_PER_MINUTE = env_int("CHAT_SENDS_PER_MINUTE", 20, minimum=1)

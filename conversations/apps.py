@@ -10,7 +10,9 @@ class ConversationsConfig(AppConfig):
 
     def ready(self) -> None:
         if not settings.REDIS_URL:
-            logging.getLogger("chatsite").info(
+            # A warning in production: several processes without Redis cannot see each other.
+            log = logging.getLogger("chatsite")
+            (log.info if settings.DEBUG else log.warning)(
                 "REDIS_URL is not set: using the in-memory channel layer, which works in a single "
                 "process only. Set REDIS_URL to run several processes."
             )

@@ -18,7 +18,7 @@ urlpatterns = [
     ),
     path(
         "conversations/<uuid:conversation_id>/delete/",
-        views.conversation_delete,
+        views.conversation_delete_view,
         name="conversation-delete",
     ),
     path("settings/tokens/", pages.api_tokens, name="api-tokens"),

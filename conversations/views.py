@@ -5,7 +5,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from conversations.models import Conversation
-from conversations.services.conversations import conversation_create, conversation_rename
+from conversations.services.conversations import (
+    conversation_create,
+    conversation_delete,
+    conversation_rename,
+)
 
 
 @login_required
@@ -56,9 +60,9 @@ def conversation_rename_view(request: HttpRequest, conversation_id: str) -> Http
 
 @login_required
 @require_POST
-def conversation_delete(request: HttpRequest, conversation_id: str) -> HttpResponse:
+def conversation_delete_view(request: HttpRequest, conversation_id: str) -> HttpResponse:
     conversation = get_object_or_404(
         Conversation.objects.visible_to(request.user), pk=conversation_id
     )
-    conversation.delete()
+    conversation_delete(conversation=conversation)
     return redirect("conversation-list")

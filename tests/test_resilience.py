@@ -225,3 +225,22 @@ async def test_a_send_from_a_stale_tab_keeps_a_rename(
     await socket.receive_until(finished)
     await database_sync_to_async(renamed.refresh_from_db)()
     assert renamed.title == "Holiday plans"
+
+
+async def test_deleting_a_conversation_stops_its_running_reply(
+    connect: Any, alice: Any, conversation: Any, scripted_engine: Any
+) -> None:
+    from conversations.services.conversations import conversation_delete
+
+    scripted_engine.tokens = 10_000
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="go")
+    events = await socket.receive_until(lambda e: e["type"] == "message.delta")
+    record = scripted_engine.records[events[0]["message"]["request_id"]]
+
+    await database_sync_to_async(conversation_delete)(conversation=conversation)
+    async with asyncio.timeout(5):
+        while not record.finished:  # noqa: ASYNC110 - the engine's own record is the evidence
+            await asyncio.sleep(0.02)
+    assert record.stop_requested_at is not None
+    assert record.emitted < 10_000

@@ -30,6 +30,7 @@ from conversations.api.serializers import (
     ConversationSummarySerializer,
 )
 from conversations.models import Conversation, ConversationQuerySet
+from conversations.services.conversations import conversation_delete
 
 
 class ConversationPagination(PageNumberPagination):
@@ -88,6 +89,9 @@ class ConversationDetail(generics.RetrieveDestroyAPIView):
 
     def get_queryset(self) -> Any:
         return exports.with_messages(Conversation.objects.visible_to(self.request.user))
+
+    def perform_destroy(self, instance: Conversation) -> None:
+        conversation_delete(conversation=instance)
 
 
 EXPORT_FORMAT = OpenApiParameter(

@@ -1,6 +1,11 @@
 """Writes on conversations that are not about generating a reply."""
 
+import time
 from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
 
 from conversations.models import Conversation
 
@@ -16,3 +21,22 @@ def conversation_rename(*, conversation: Conversation, title: str) -> Conversati
     conversation.title_is_custom = True
     conversation.save(update_fields=["title", "title_is_custom", "updated_at"])
     return conversation
+
+
+def conversation_delete(*, conversation: Conversation) -> None:
+    """Delete a conversation and stop its running reply, so no engine works for a deleted row."""
+    group = conversation.group_name
+    conversation.delete()
+    transaction.on_commit(lambda: _stop_generation(group))
+
+
+def _stop_generation(group: str) -> None:
+    async_to_sync(get_channel_layer().group_send)(
+        group,
+        {
+            "type": "generation.cancel",
+            "message_id": None,  # whichever reply is running
+            "requested_at": time.time(),
+            "cancelled_by": "deleted",
+        },
+    )
