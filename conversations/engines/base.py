@@ -9,7 +9,7 @@ our loop from reading) and return only once the engine has confirmed it.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -39,7 +39,6 @@ class StreamResult:
     finish_reason: str = ""
     # When the engine confirmed it stopped working because of stop(); None if it never was stopped.
     stopped_at: datetime | None = None
-    extra: dict[str, object] = field(default_factory=dict)
 
 
 class EngineStream(Protocol):
