@@ -139,6 +139,19 @@ def table(results: dict[str, Any]) -> str:
                 f"{point['client_cpu_utilisation']:<10}  {point['peak_rss_mb']}"
             )
         lines.append(f"  largest N with p99 gap <= 100 ms: {data['largest_n_p99_gap_under_100ms']}")
+        profiled = [
+            p for p in data["points"] if (p.get("profile_of_first_server") or {}).get("samples")
+        ]
+        if profiled:
+            where = profiled[-1]["profile_of_first_server"]
+            lines.append(
+                f"  py-spy, first server at {profiled[-1]['streams']} streams "
+                f"({where['samples']} samples holding the GIL): chatsite code on the stack / hottest"
+            )
+            pairs = zip(
+                where["chatsite_inclusive_percent"][:8], where["self_percent"][:8], strict=False
+            )
+            lines += [f"    {a[1]:5.1f}% {a[0]:<58} {b[1]:5.1f}% {b[0]}" for a, b in pairs]
     for name, data in results.get("memory", {}).items():
         lines.append(
             f"\nIdle sockets on {name}: {data['sockets']} open, {data['bytes_per_socket'] / 1024:.1f} KB "

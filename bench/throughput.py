@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from array import array
 from pathlib import Path
 from typing import Any
 
+from bench import profile
 from bench.clients import Worker, call_all
 from bench.config import SAMPLER_CONVERSATIONS, Config
 from bench.server import PeakRss, Servers
@@ -123,14 +123,17 @@ def _concurrency_point(
             )
         time.sleep(max(0.0, window_start - time.time()))
         cpu_start, client_cpu_start = servers.cpu_seconds(), _cpu(clients)
-        profiler = (
-            _profile(servers, workdir, n, cfg) if cfg.profile and n == max(cfg.sweep) else None
-        )
+        raw_profile = workdir / f"profile-{servers.setup.name}-{n}.txt"
+        profiler = None
+        if cfg.profile:
+            profiler = profile.start(servers.procs[0].pid, cfg.window_s, raw_profile)
         time.sleep(max(0.0, window_end - time.time()))
         cpu, client_cpu = servers.cpu_seconds() - cpu_start, _cpu(clients) - client_cpu_start
         collected = [w.result(timeout=cfg.window_s + 120) for w in workers]
+    where = None
     if profiler is not None:
         profiler.wait(timeout=cfg.window_s + 60)
+        where = profile.summarize(raw_profile) if raw_profile.exists() else None
     stopped = call_all(workers, "cancel_all", [{"timeout": 20}] * len(workers))
     call_all(workers, "close_all", [{}] * len(workers))
     servers.wait_idle()
@@ -156,6 +159,7 @@ def _concurrency_point(
         "sockets_closed_by_server": sum(s["closed_by_server"] for s in stopped),
         "client_errors": sum(p["error_count"] for p in collected),
         "client_error_codes": sorted({e for p in collected for e in p["errors"]}),
+        "profile_of_first_server": where,
     }
 
 
@@ -163,37 +167,6 @@ def _cpu(pids: list[int]) -> float:
     import psutil
 
     return sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in pids)
-
-
-def _profile(
-    servers: Servers, workdir: Path, n: int, cfg: Config
-) -> subprocess.Popen[bytes] | None:
-    """py-spy, when installed, samples the first server process during the window."""
-    import shutil
-
-    spy = shutil.which("py-spy")
-    if spy is None:
-        return None
-    target = workdir / f"profile-{servers.setup.name}-{n}.txt"
-    return subprocess.Popen(
-        [
-            spy,
-            "record",
-            "--pid",
-            str(servers.procs[0].pid),
-            "--duration",
-            str(int(cfg.window_s)),
-            "--format",
-            "raw",
-            "--rate",
-            "200",
-            "--output",
-            str(target),
-            "--nonblocking",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
 
 
 def idle_memory(cfg: Config, servers: Servers, cookie: str) -> dict[str, Any]:
