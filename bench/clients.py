@@ -45,6 +45,7 @@ class Sock:
         self.recording = False
         self.active = False  # a reply of ours is streaming (started, not yet finished)
         self.errors: list[str] = []
+        self.tasks: set[asyncio.Future[None]] = set()  # strong references: asyncio keeps weak ones
         self.reader = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
@@ -79,6 +80,10 @@ class Sock:
         future: asyncio.Future[tuple[float, Event]] = asyncio.get_running_loop().create_future()
         self.waiters.append((predicate, future))
         return future
+
+    def start_reply_soon(self) -> None:
+        self.tasks.add(task := asyncio.ensure_future(self.start_reply()))
+        task.add_done_callback(self.tasks.discard)
 
     async def start_reply(self) -> None:
         try:
@@ -152,9 +157,7 @@ class Client:
         for index, sock in enumerate(self.socks):
             sock.recording = True
             delay = start_at + stagger_s * index / count - time.time()
-            asyncio.get_running_loop().call_later(
-                max(0.0, delay), lambda s=sock: asyncio.ensure_future(s.start_reply())
-            )
+            asyncio.get_running_loop().call_later(max(0.0, delay), sock.start_reply_soon)
 
     async def collect(
         self, window_start: float, window_end: float, pace_ms: float

@@ -123,7 +123,9 @@ def _alone_main() -> None:
     from conversations.engines.llamacpp import embedded_model_path
 
     # The engine's own construction: same context size, n_threads=None (llama.cpp's default).
-    llm = Llama(model_path=str(embedded_model_path()), n_ctx=2048, n_threads=None, verbose=False)
+    llm: Any = Llama(
+        model_path=str(embedded_model_path()), n_ctx=2048, n_threads=None, verbose=False
+    )
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": PROMPT}]
     runs = []
     for run in range(args.runs + 1):

@@ -114,7 +114,7 @@ def _concurrency_point(
     start_at = time.time() + 0.5
     window_start = start_at + stagger + cfg.warmup_s
     window_end = window_start + cfg.window_s
-    clients = [w.proc.pid for w in workers]
+    clients = [w.proc.pid for w in workers if w.proc.pid is not None]
     with PeakRss(servers) as peak:
         call_all(workers, "stream", [{"start_at": start_at, "stagger_s": stagger}] * len(workers))
         for worker in workers:
