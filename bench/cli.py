@@ -65,6 +65,13 @@ def parse_args(argv: list[str] | None) -> Config:
         help="Redis database for redis2; the bench FLUSHES it before each start",
     )
     parser.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra environment for every chatsite server (repeatable), e.g. CHAT_COALESCE_MS=100",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="py-spy the first server during the largest concurrency step",
@@ -98,6 +105,11 @@ def parse_args(argv: list[str] | None) -> Config:
     if args.port:
         cfg.base_port = args.port
     cfg.profile = args.profile
+    for item in args.server_env:
+        key, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--server-env takes KEY=VALUE, got {item!r}")
+        cfg.server_env[key] = value
     return cfg
 
 
@@ -182,6 +194,7 @@ def _scripted_phases(
             "CHAT_SCRIPTED_TOKENS": "1000000",
             "CHAT_SCRIPTED_DELAY_MS": str(cfg.pace_ms),
             "CHAT_MAX_TOKENS": "1000000",
+            **cfg.server_env,
         }
         streams = max(cfg.load_streams, max(cfg.sweep), cfg.idle_sockets)
         servers = Servers(
@@ -220,6 +233,7 @@ def _scripted_phases(
                 "CHAT_SCRIPTED_TOKENS": str(tokens),
                 "CHAT_SCRIPTED_DELAY_MS": str(delay),
                 "CHAT_MAX_TOKENS": str(tokens),
+                **cfg.server_env,
             }
             servers = Servers(
                 setup,
@@ -243,7 +257,11 @@ def _model_phase(cfg: Config, setup: Setup, folder: Path, results: dict[str, Any
     _step("embedded model through chatsite, then llama-cpp-python alone")
     single = Setup("mem1", 1, "", "")
     servers = Servers(
-        single, folder / "work-model", cfg.base_port, model.engine_env(cfg), cfg.model_runs + 2
+        single,
+        folder / "work-model",
+        cfg.base_port,
+        {**model.engine_env(cfg), **cfg.server_env},
+        cfg.model_runs + 2,
     )
     with running(servers):
         through = model.through_chatsite(cfg, servers, servers.login())
