@@ -222,19 +222,19 @@ def plots(results: dict[str, Any], folder: Path) -> list[Path]:
     concurrency = results.get("concurrency", {})
     if concurrency:
         fig, (gap_ax, cpu_ax) = plt.subplots(1, 2, figsize=(13, 4.8))
-        for name, data in concurrency.items():
+        for index, (name, data) in enumerate(concurrency.items()):
+            color = f"C{index}"
             points = [p for p in data["points"] if p["gap_excess_ms"].get("n")]
             n = [p["streams"] for p in points]
-            gap_ax.plot(n, [p["gap_excess_ms"]["p50"] for p in points], "o-", label=f"{name} p50")
-            gap_ax.plot(n, [p["gap_excess_ms"]["p99"] for p in points], "s-", label=f"{name} p99")
-            cpu_ax.plot(
-                n,
-                [p["server_cpu_s_per_1000_tokens"] for p in points],
-                "o-",
-                label=f"{name} CPU s / 1k tokens",
-            )
-        gap_ax.axhline(100, color="red", linestyle="--", linewidth=1, label="100 ms")
-        gap_ax.set_yscale("symlog", linthresh=1)
+            # A log axis needs positive values: gaps at or under the pace show as 0.1 ms.
+            for key, style in (("p50", "o--"), ("p99", "s-")):
+                values = [max(0.1, p["gap_excess_ms"][key]) for p in points]
+                gap_ax.plot(n, values, style, color=color, label=f"{name} {key}")
+            cpu = [p["server_cpu_s_per_1000_tokens"] for p in points]
+            cpu_ax.plot(n, cpu, "o-", color=color, label=name)
+        gap_ax.axhline(100, color="red", linestyle=":", linewidth=1, label="100 ms")
+        gap_ax.set_yscale("log")
+        cpu_ax.set_yscale("log")
         gap_ax.set_xlabel("concurrent streams")
         gap_ax.set_ylabel("gap between frames beyond the pace (ms)")
         gap_ax.set_title("Frame gaps against N")
