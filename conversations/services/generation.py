@@ -405,17 +405,20 @@ class Generation:
         fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
         if length != self.flushed:
             fields["content"] = self.text[:length]
-        row = Message.objects.filter(pk=self.plan.message_id)
         # Only an active row is ours to write; a finished one must never be overwritten.
-        row.active().update(**fields)
+        row = Message.objects.filter(pk=self.plan.message_id).active()
         self.flushed = length
         if self.cancel_requested_at is not None:
+            row.update(**fields)
             return None
-        return (
-            row.filter(cancel_requested_at__isnull=False)
-            .values_list("cancel_requested_at", "cancelled_by")
-            .first()
-        )
+        # Conditional on no recorded Stop: one query in the usual case, and a miss means "look".
+        if row.filter(cancel_requested_at__isnull=True).update(**fields):
+            return None
+        row.update(**fields)
+        recorded = row.values_list("cancel_requested_at", "cancelled_by").first()
+        if recorded is None or recorded[0] is None:
+            return None  # finished or deleted meanwhile
+        return recorded[0], recorded[1]
 
     async def _finish(self, status: str, error: str) -> None:
         if self._frame_task is not None:
