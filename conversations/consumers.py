@@ -23,7 +23,14 @@ from conversations.services.recovery import replies_mark_interrupted
 logger = logging.getLogger("chatsite.socket")
 
 CLOSE_FORBIDDEN = 4403
-_NO_DATABASE = {"chat.delta", "chat.ping", "chat.snapshot", "generation.cancel", "generation.sync"}
+_NO_DATABASE = {
+    "chat.started",
+    "chat.delta",
+    "chat.ping",
+    "chat.snapshot",
+    "generation.cancel",
+    "generation.sync",
+}
 
 
 class ConversationConsumer(AsyncWebsocketConsumer):
@@ -104,9 +111,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
     async def chat_started(self, event: dict[str, Any]) -> None:
         self.shown[event["message_id"]] = 0
         self._heard(event["message_id"])
-        messages = await _messages(event["user_message_id"], event["message_id"])
-        if messages is not None:
-            await self._send(self.renderer.started(*messages))
+        await self._send(self.renderer.started(event))
 
     async def chat_delta(self, event: dict[str, Any]) -> None:
         message_id, offset, text = event["message_id"], event["offset"], event["text"]
@@ -210,12 +215,3 @@ def _visible_conversation(user: Any, conversation_id: Any) -> Conversation | Non
 @database_sync_to_async
 def _latest_reply(conversation: Conversation) -> Message | None:
     return conversation.messages.filter(role=Message.Role.ASSISTANT).last()
-
-
-@database_sync_to_async
-def _messages(user_message_id: int, reply_id: int) -> tuple[Message, Message] | None:
-    """Both messages of a send; None once the conversation has been deleted."""
-    found = Message.objects.select_related("conversation").in_bulk([user_message_id, reply_id])
-    if user_message_id not in found or reply_id not in found:
-        return None
-    return found[user_message_id], found[reply_id]

@@ -12,17 +12,15 @@ from typing import Any
 from django.template.loader import render_to_string
 
 from conversations.api.serializers import message_data
-from conversations.models import Message
+from conversations.models import Conversation, Message
 
 JSON_SUBPROTOCOL = "chatsite.v1.json"
 
 
 class JsonRenderer:
-    def started(self, user_message: Message, reply: Message) -> str:
+    def started(self, event: dict[str, Any]) -> str:
         return _json(
-            type="message.started",
-            user_message=message_data(user_message),
-            message=message_data(reply),
+            type="message.started", user_message=event["user_message"], message=event["message"]
         )
 
     def delta(self, message_id: int, offset: int, text: str) -> str:
@@ -42,10 +40,18 @@ class JsonRenderer:
 
 
 class HtmlRenderer:
-    def started(self, user_message: Message, reply: Message) -> str:
+    def started(self, event: dict[str, Any]) -> str:
+        # Rendered from the event's data, not the database: this is on every tab's path to the
+        # first token.
+        conversation = Conversation(id=event["conversation_id"], title=event["title"])
+        reply = Message(conversation=conversation, **_template_fields(event["message"]))
         return render_to_string(
             "conversations/events/started.html",
-            {"user_message": user_message, "reply": reply, "streaming": True},
+            {
+                "user_message": Message(**_template_fields(event["user_message"])),
+                "reply": reply,
+                "streaming": True,
+            },
         )
 
     def delta(self, message_id: int, offset: int, text: str) -> str:
@@ -73,6 +79,23 @@ class HtmlRenderer:
         return render_to_string(
             "conversations/events/error.html", {"code": code, "message": message}
         )
+
+
+def started_event_data(user_message: Message, reply: Message) -> dict[str, Any]:
+    """What a chat.started group event carries, so tabs render it without a query."""
+    conversation = reply.conversation
+    return {
+        "user_message": message_data(user_message),
+        "message": message_data(reply),
+        "conversation_id": str(conversation.pk),
+        "title": conversation.title,
+    }
+
+
+def _template_fields(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        name: data[name] for name in ("id", "role", "content", "status", "cancelled_by", "error")
+    }
 
 
 def _json(**fields: Any) -> str:

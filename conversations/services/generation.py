@@ -35,6 +35,7 @@ from django.utils import timezone
 from conversations import metrics
 from conversations.engines import get_engine
 from conversations.engines.base import ChatMessage, EngineError, EngineStream, SamplingParams
+from conversations.events import started_event_data
 from conversations.models import Conversation, Message
 from conversations.services.errors import (
     ConversationGone,
@@ -67,6 +68,7 @@ class ReplyPlan:
     request_id: str
     engine_name: str
     chat_messages: list[ChatMessage]
+    started: dict[str, Any]  # the chat.started event's data
 
 
 def reply_create(
@@ -117,6 +119,7 @@ def reply_create(
         )
         Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
         chat_messages = build_chat_messages(conversation, engine)
+        reply.conversation = Conversation.objects.get(pk=conversation.pk)  # with its new title
     return ReplyPlan(
         conversation_id=conversation.id,
         group=conversation.group_name,
@@ -125,6 +128,7 @@ def reply_create(
         request_id=reply.request_id,
         engine_name=engine.name,
         chat_messages=chat_messages,
+        started=started_event_data(user_message, reply),
     )
 
 
@@ -198,6 +202,7 @@ class Generation:
         self.task: asyncio.Task[None] | None = None
         self._send_lock = asyncio.Lock()
         self._snapshot_tasks: set[asyncio.Task[None]] = set()
+        self._mark_streaming_task: asyncio.Task[None] | None = None
         self._frame_task: asyncio.Task[None] | None = None
         self._last_frame_at = float("-inf")
         self._coalesce_s = settings.CHAT_COALESCE_MS / 1000
@@ -221,7 +226,7 @@ class Generation:
         keeper = asyncio.create_task(self._keep_alive())
         status, error = Message.Status.COMPLETE, ""
         try:
-            await self._group_send("chat.started", user_message_id=plan.user_message_id)
+            await self._group_send("chat.started", **plan.started)
             engine = get_engine(plan.engine_name)
             params = SamplingParams(
                 max_tokens=settings.CHAT_MAX_TOKENS, temperature=settings.CHAT_TEMPERATURE
@@ -286,7 +291,10 @@ class Generation:
         if self.first_token_at is None:
             self.first_token_at = datetime.now(UTC)
             await self._send_frame()  # the first token goes out at once
-            await database_sync_to_async(self._mark_streaming)()
+            # In the background: the second token must not wait for a database round trip.
+            self._mark_streaming_task = asyncio.create_task(
+                database_sync_to_async(self._mark_streaming)()
+            )
             return
         if self._frame_task is None:
             delay = self._last_frame_at + self._coalesce_s - time.monotonic()
