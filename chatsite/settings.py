@@ -84,10 +84,29 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
 
 REDIS_URL = env_str("REDIS_URL")
-if REDIS_URL:
+# "redis": channels-redis's list layer, which holds messages for a moment and drops them over
+# CHANNEL_LAYER_CAPACITY; "pubsub": its pub/sub layer, which does less work per message.
+CHANNEL_LAYER_BACKENDS = {
+    "redis": "channels_redis.core.RedisChannelLayer",
+    "pubsub": "channels_redis.pubsub.RedisPubSubChannelLayer",
+}
+CHANNEL_LAYER_BACKEND = env_str("CHANNEL_LAYER_BACKEND", "redis")
+if CHANNEL_LAYER_BACKEND not in CHANNEL_LAYER_BACKENDS:
+    raise ImproperlyConfigured(
+        f"CHANNEL_LAYER_BACKEND must be one of {', '.join(CHANNEL_LAYER_BACKENDS)}; "
+        f"got {CHANNEL_LAYER_BACKEND!r}."
+    )
+if REDIS_URL and CHANNEL_LAYER_BACKEND == "pubsub":
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": CHANNEL_LAYER_BACKENDS["pubsub"],
+            "CONFIG": {"hosts": [{"address": REDIS_URL}]},
+        }
+    }
+elif REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": CHANNEL_LAYER_BACKENDS["redis"],
             "CONFIG": {
                 # redis-py 8 gives up on a read after 5 s, exactly as long as channels-redis blocks
                 # in BZPOPMIN, so under load the two race and the socket dies with 1011; and its

@@ -150,7 +150,9 @@ async def test_a_flooded_slow_consumer_still_ends_with_the_saved_text(
 
     row = await reply_of(conversation)
     assert row.status == Message.Status.COMPLETE
-    assert "gap in message" in caplog.text, "frames were dropped, and the consumer noticed"
+    if settings.CHANNEL_LAYER_BACKEND != "pubsub" or not settings.REDIS_URL:
+        # The list and in-memory layers drop over capacity (pub/sub has no capacity to exceed).
+        assert "gap in message" in caplog.text, "frames were dropped, and the consumer noticed"
     streamed = streamed_text(events[:-1])
     assert row.content.startswith(streamed), "what was streamed is never contradicted"
     assert events[-1]["message"]["content"] == row.content
