@@ -109,7 +109,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):
     # Group events, one handler each ("chat.delta" -> chat_delta).
 
     async def chat_started(self, event: dict[str, Any]) -> None:
-        self.shown[event["message_id"]] = 0
+        # A delta that overtook this event has already asked for a snapshot: keep waiting for it.
+        self.shown.setdefault(event["message_id"], 0)
         self._heard(event["message_id"])
         await self._send(self.renderer.started(event))
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from channels.layers import channel_layers
 
 from conversations.engines.base import ChatMessage
 from conversations.engines.scripted import scripted_token
@@ -21,6 +22,9 @@ async def test_the_first_token_goes_out_alone_and_later_ones_are_coalesced(
     connect: Any, alice: Any, conversation: Any, scripted_engine: Any, settings: Any
 ) -> None:
     settings.CHAT_COALESCE_MS = 30
+    # Coalescing is the generation's own doing; the in-memory layer keeps the count exact.
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    channel_layers.backends.clear()
     scripted_engine.tokens = 300
     scripted_engine.delay_s = 0  # as fast as the engine can
     socket, _, _ = await connect(alice, conversation.pk)
