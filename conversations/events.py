@@ -64,16 +64,14 @@ class HtmlRenderer:
             "conversations/events/snapshot.html", {"message_id": message_id, "text": text}
         )
 
-    def finished(self, reply: Message) -> str:
+    def finished(self, reply: Message | None) -> str:
         return render_to_string(
             "conversations/events/finished.html", {"reply": reply, "streaming": False}
         )
 
     def settled(self, reply: Message | None) -> str | None:
         """The saved state, for a socket that (re)connects when nothing is streaming."""
-        return render_to_string(
-            "conversations/events/finished.html", {"reply": reply, "streaming": False}
-        )
+        return self.finished(reply)
 
     def error(self, code: str, message: str) -> str:
         return render_to_string(

@@ -218,10 +218,8 @@ class Generation:
     async def run(self) -> None:
         plan = self.plan
         self.channel = await self.layer.new_channel()
-        try:
+        async with _logged_failure("group add", plan.request_id):
             await self.layer.group_add(plan.group, self.channel)
-        except Exception as exc:
-            logger.warning("group add failed request_id=%s: %r", plan.request_id, exc)
         listener = asyncio.create_task(self._listen())
         keeper = asyncio.create_task(self._keep_alive())
         status, error = Message.Status.COMPLETE, ""
@@ -483,14 +481,12 @@ class Generation:
         Conversation.objects.filter(pk=self.plan.conversation_id).update(updated_at=timezone.now())
 
     async def _group_send(self, kind: str, **fields: Any) -> None:
-        try:
+        # A channel-layer outage must not lose the reply: the row is still written, and tabs
+        # that reconnect resynchronize from it and from us.
+        async with _logged_failure("group send", self.plan.request_id):
             await self.layer.group_send(
                 self.plan.group, {"type": kind, "message_id": self.plan.message_id, **fields}
             )
-        except Exception as exc:
-            # A channel-layer outage must not lose the reply: the row is still written, and tabs
-            # that reconnect resynchronize from it and from us.
-            logger.warning("group send failed request_id=%s: %r", self.plan.request_id, exc)
 
 
 @asynccontextmanager
