@@ -11,8 +11,8 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from conversations.generation.recovery import mark_interrupted_at_startup  # noqa: E402
 from conversations.routing import websocket_urlpatterns  # noqa: E402
-from conversations.services.recovery import mark_interrupted_at_startup  # noqa: E402
 
 mark_interrupted_at_startup()
 

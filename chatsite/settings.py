@@ -3,9 +3,13 @@
 from pathlib import Path
 
 import dj_database_url
+import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
 from chatsite.env import env_bool, env_float, env_int, env_list, env_str
+
+# Lets annotations such as admin.ModelAdmin[Conversation] run (django-stubs makes them generic).
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -69,19 +73,47 @@ TEMPLATES = [
     },
 ]
 
+# --- Database -------------------------------------------------------------------------------------
+
+# No persistent connections (CONN_MAX_AGE 0), as Django advises under ASGI: a kept connection
+# belongs to the thread that opened it, and the threads that run sync code come and go, so kept
+# connections pile up until the server refuses more. Each request (and each database_sync_to_async
+# call) takes a connection and gives it back: on PostgreSQL to psycopg's pool, whose connections
+# stay open between requests; on SQLite, which opens a file, it simply closes it.
+if env_str("DATABASE_CONN_MAX_AGE"):
+    raise ImproperlyConfigured(
+        "DATABASE_CONN_MAX_AGE is no longer supported: under ASGI persistent connections leak "
+        "(one per worker thread), so chatsite uses a connection per request, from psycopg's pool "
+        "on PostgreSQL. Unset it, and size the pool with DATABASE_POOL_MIN_SIZE and "
+        "DATABASE_POOL_MAX_SIZE instead."
+    )
 DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
-        # Generations write every flush interval through Channels' one database thread per
-        # process; reconnecting for each write would make heartbeats lag under load.
-        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0),
-        conn_health_checks=True,
+        conn_max_age=0,  # the pool refuses anything else
+        conn_health_checks=True,  # with the pool: a connection is checked before it is handed out
     )
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+_db_options = DATABASES["default"].setdefault("OPTIONS", {})
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    _pool_min = env_int("DATABASE_POOL_MIN_SIZE", 2, minimum=0)
+    _pool_max = env_int("DATABASE_POOL_MAX_SIZE", 20, minimum=1)
+    if _pool_max < _pool_min:
+        raise ImproperlyConfigured(
+            f"DATABASE_POOL_MAX_SIZE ({_pool_max}) must be at least "
+            f"DATABASE_POOL_MIN_SIZE ({_pool_min})."
+        )
+    # One pool per process: keep processes x DATABASE_POOL_MAX_SIZE under the server's
+    # max_connections. A request waits DATABASE_POOL_TIMEOUT seconds for a free one, then fails.
+    _db_options["pool"] = {
+        "min_size": _pool_min,
+        "max_size": _pool_max,
+        "timeout": env_float("DATABASE_POOL_TIMEOUT", 10.0, minimum=0.1),
+    }
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Generations write from worker threads while pages read; without a busy timeout SQLite
     # answers "database is locked" instead of waiting a moment.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    _db_options["timeout"] = 20
 
 REDIS_URL = env_str("REDIS_URL")
 # "redis": channels-redis's list layer, which holds messages for a moment and drops them over

@@ -4,12 +4,14 @@ Nothing here can edit a transcript. Staff who are not superusers see it only wit
 permission on conversations (conversations.view_conversation), which brings the messages with it.
 """
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from django.contrib import admin
 from django.contrib.auth import get_permission_codename
 from django.core.exceptions import PermissionDenied
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, Model, OuterRef, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
@@ -19,7 +21,28 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from conversations.api import exports
-from conversations.models import Conversation, Message
+from conversations.models import Conversation, ConversationQuerySet, Message
+
+
+class Stats(TypedDict):
+    """What ConversationQuerySet.with_stats() adds to each row."""
+
+    message_count: int
+    last_status: str | None
+    last_engine: str | None
+    last_model: str | None
+
+
+if TYPE_CHECKING:  # WithAnnotations takes the TypedDict only when type checking
+    from django_stubs_ext import WithAnnotations
+
+    ConversationWithStats = WithAnnotations[Conversation, Stats]
+
+
+def as_conversations(queryset: QuerySet[Conversation]) -> ConversationQuerySet:
+    # The admin's querysets come from the default manager, ConversationQuerySet.as_manager(),
+    # though django-stubs only knows them as QuerySet[Conversation].
+    return cast(ConversationQuerySet, queryset)
 
 
 def can_review(request: HttpRequest) -> bool:
@@ -30,24 +53,24 @@ def can_review(request: HttpRequest) -> bool:
 class ReadOnlyMixin:
     """Review only: a transcript is a record of what was said, so nobody edits or deletes it here."""
 
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
-class MessageInline(ReadOnlyMixin, admin.TabularInline):
+class MessageInline(ReadOnlyMixin, admin.TabularInline[Message, Conversation]):
     model = Message
     extra = 0
     ordering = ("created_at", "id")
     fields = ("created_at", "role", "status", "content", "source", "metrics", "audit")
     readonly_fields = fields
 
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         # Messages are part of the conversation: its view permission is the one that counts.
         return can_review(request)
 
@@ -68,10 +91,14 @@ class AnyMessageStatusFilter(admin.SimpleListFilter):
     title = "message status"
     parameter_name = "status"
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> Any:
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Conversation]
+    ) -> list[tuple[str, str]]:
         return Message.Status.choices
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> Any:
+    def queryset(
+        self, request: HttpRequest, queryset: QuerySet[Conversation]
+    ) -> QuerySet[Conversation]:
         if not self.value():
             return queryset
         matching = Message.objects.filter(conversation=OuterRef("pk"), status=self.value())
@@ -82,13 +109,17 @@ class EngineFilter(admin.SimpleListFilter):
     title = "engine"
     parameter_name = "engine"
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> Any:
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Conversation]
+    ) -> list[tuple[str, str]]:
         engines = (
             Message.objects.exclude(engine="").order_by("engine").values_list("engine", flat=True)
         )
         return [(name, name) for name in engines.distinct()]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> Any:
+    def queryset(
+        self, request: HttpRequest, queryset: QuerySet[Conversation]
+    ) -> QuerySet[Conversation]:
         if not self.value():
             return queryset
         matching = Message.objects.filter(conversation=OuterRef("pk"), engine=self.value())
@@ -96,7 +127,7 @@ class EngineFilter(admin.SimpleListFilter):
 
 
 @admin.register(Conversation)
-class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin[Conversation]):
     list_display = (
         "__str__",
         "owner",
@@ -124,29 +155,29 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin):
     inlines = (MessageInline,)
     actions = ("export_json", "export_markdown")
 
-    def get_queryset(self, request: HttpRequest) -> Any:
-        return super().get_queryset(request).with_stats()  # type: ignore[attr-defined]
+    def get_queryset(self, request: HttpRequest) -> ConversationQuerySet:
+        return as_conversations(super().get_queryset(request)).with_stats()
 
     def get_search_results(
-        self, request: HttpRequest, queryset: Any, search_term: str
-    ) -> tuple[Any, bool]:
+        self, request: HttpRequest, queryset: QuerySet[Conversation], search_term: str
+    ) -> tuple[QuerySet[Conversation], bool]:
         # An Exists subquery, so no duplicate rows and no DISTINCT over the annotations.
-        return queryset.search(search_term), False
+        return as_conversations(queryset).search(search_term), False
 
     @admin.display(description="Messages", ordering="message_count")
-    def message_count(self, conversation: Any) -> int:
-        return int(conversation.message_count)
+    def message_count(self, conversation: ConversationWithStats) -> int:
+        return conversation.message_count
 
     @admin.display(description="Last status", ordering="last_status")
-    def last_status(self, conversation: Any) -> str:
+    def last_status(self, conversation: ConversationWithStats) -> str:
         return conversation.last_status or "-"
 
     @admin.display(description="Engine", ordering="last_engine")
-    def last_engine(self, conversation: Any) -> str:
+    def last_engine(self, conversation: ConversationWithStats) -> str:
         return conversation.last_engine or "-"
 
     @admin.display(description="Model", ordering="last_model")
-    def last_model(self, conversation: Any) -> str:
+    def last_model(self, conversation: ConversationWithStats) -> str:
         return conversation.last_model or "-"
 
     @admin.display(description="Transcript")
@@ -187,13 +218,17 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin):
         )
 
     @admin.action(description="Export selected conversations as JSON", permissions=["view"])
-    def export_json(self, request: HttpRequest, queryset: Any) -> HttpResponse:
+    def export_json(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> HttpResponse:
         return self._download(queryset, "json", f"conversations-{timezone.now():%Y%m%d-%H%M%S}")
 
     @admin.action(description="Export selected conversations as Markdown", permissions=["view"])
-    def export_markdown(self, request: HttpRequest, queryset: Any) -> HttpResponse:
+    def export_markdown(
+        self, request: HttpRequest, queryset: QuerySet[Conversation]
+    ) -> HttpResponse:
         return self._download(queryset, "markdown", f"conversations-{timezone.now():%Y%m%d-%H%M%S}")
 
-    def _download(self, queryset: Any, fmt: str, stem: str, *, many: bool = True) -> HttpResponse:
-        conversations = exports.with_messages(queryset.newest_first())
+    def _download(
+        self, queryset: QuerySet[Conversation], fmt: str, stem: str, *, many: bool = True
+    ) -> HttpResponse:
+        conversations = exports.with_messages(as_conversations(queryset).newest_first())
         return exports.download(exports.render(conversations, fmt, many=many), fmt, stem=stem)

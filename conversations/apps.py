@@ -9,6 +9,8 @@ class ConversationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from conversations import checks  # noqa: F401 - registers the system checks
+
         if not settings.REDIS_URL:
             # A warning in production: several processes without Redis cannot see each other.
             log = logging.getLogger("chatsite")

@@ -1,5 +1,6 @@
 import uuid
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import models
@@ -86,6 +87,32 @@ class MessageQuerySet(models.QuerySet["Message"]):
     def active(self) -> "MessageQuerySet":
         return self.filter(status__in=Message.ACTIVE_STATUSES)
 
+    def transition(
+        self,
+        pk: int | None = None,
+        *,
+        from_: Iterable["Message.Status"],
+        to: "Message.Status | None",
+        **fields: Any,
+    ) -> int:
+        """Move replies in one of the `from_` statuses to `to`; return how many moved.
+
+        Every change of a reply's status goes through here. It is one conditional UPDATE, so
+        when two writers race (a finish and a recovery, two processes) exactly one wins, and
+        the loser sees 0 and acts on it. `to=None` writes fields without changing the status,
+        for a row that must still be in one of `from_` (a flush, a recorded Stop).
+        `pk` narrows it to one reply; without it every matching row of the queryset moves.
+        """
+        sources = set(from_)
+        for source in sources:
+            allowed = Message.TRANSITIONS[source]
+            if to is not None and to not in allowed or to is None and not allowed:
+                raise ValueError(f"A reply cannot go from {source} to {to or 'itself'}.")
+        rows = self if pk is None else self.filter(pk=pk)
+        if to is not None:
+            fields["status"] = to
+        return rows.filter(status__in=sources).update(**fields)
+
 
 class Message(models.Model):
     class Role(models.TextChoices):
@@ -101,6 +128,20 @@ class Message(models.Model):
         INTERRUPTED = "interrupted"
 
     ACTIVE_STATUSES = (Status.PENDING, Status.STREAMING)
+    # The only status changes a reply may make (see MessageQuerySet.transition); the settled
+    # statuses are final. Writes that keep an active status (flushes) are allowed too.
+    TRANSITIONS: ClassVar[dict[str, frozenset[str]]] = {
+        Status.PENDING: frozenset(
+            {Status.STREAMING, Status.COMPLETE, Status.CANCELLED, Status.ERROR, Status.INTERRUPTED}
+        ),
+        Status.STREAMING: frozenset(
+            {Status.COMPLETE, Status.CANCELLED, Status.ERROR, Status.INTERRUPTED}
+        ),
+        Status.COMPLETE: frozenset(),
+        Status.CANCELLED: frozenset(),
+        Status.ERROR: frozenset(),
+        Status.INTERRUPTED: frozenset(),
+    }
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"

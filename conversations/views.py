@@ -1,6 +1,6 @@
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -10,25 +10,28 @@ from conversations.services.conversations import (
     conversation_delete,
     conversation_rename,
 )
+from conversations.types import AuthenticatedHttpRequest, ConversationId
 
 
 @login_required
 @require_GET
-def conversation_list(request: HttpRequest) -> HttpResponse:
+def conversation_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     conversations = Conversation.objects.visible_to(request.user)
     return render(request, "conversations/list.html", {"conversations": conversations})
 
 
 @login_required
 @require_POST
-def conversation_new(request: HttpRequest) -> HttpResponse:
+def conversation_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     conversation = conversation_create(owner=request.user)
     return redirect(conversation)
 
 
 @login_required
 @require_GET
-def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpResponse:
+def conversation_detail(
+    request: AuthenticatedHttpRequest, conversation_id: ConversationId
+) -> HttpResponse:
     conversation = get_object_or_404(
         Conversation.objects.visible_to(request.user), pk=conversation_id
     )
@@ -48,7 +51,9 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
 
 @login_required
 @require_POST
-def conversation_rename_view(request: HttpRequest, conversation_id: str) -> HttpResponse:
+def conversation_rename_view(
+    request: AuthenticatedHttpRequest, conversation_id: ConversationId
+) -> HttpResponse:
     conversation = get_object_or_404(
         Conversation.objects.visible_to(request.user), pk=conversation_id
     )
@@ -60,7 +65,9 @@ def conversation_rename_view(request: HttpRequest, conversation_id: str) -> Http
 
 @login_required
 @require_POST
-def conversation_delete_view(request: HttpRequest, conversation_id: str) -> HttpResponse:
+def conversation_delete_view(
+    request: AuthenticatedHttpRequest, conversation_id: ConversationId
+) -> HttpResponse:
     conversation = get_object_or_404(
         Conversation.objects.visible_to(request.user), pk=conversation_id
     )

@@ -125,7 +125,7 @@ async def check(args: argparse.Namespace) -> bool:
     from django.conf import settings
     from django.contrib.auth import get_user_model
 
-    from conversations.events import JSON_SUBPROTOCOL
+    from conversations.renderers import JSON_SUBPROTOCOL
     from conversations.models import Conversation
     from conversations.routing import websocket_urlpatterns
 

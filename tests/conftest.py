@@ -14,8 +14,8 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.db import connections
 
-from conversations.engines import get_engine, reset_engines
-from conversations.events import JSON_SUBPROTOCOL
+from conversations.engines import BACKENDS, get_engine, reset_engines
+from conversations.renderers import JSON_SUBPROTOCOL
 from conversations.models import Conversation
 from conversations.routing import websocket_urlpatterns
 
@@ -33,6 +33,15 @@ def scripted_engine(settings: Any) -> Any:
     yield get_engine("scripted")
     reset_engines()
     channel_layers.backends.clear()
+
+
+@pytest.fixture
+def stepped_engine(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The engine the test drives token by token (tests/support/stepped.py)."""
+    monkeypatch.setitem(BACKENDS, "stepped", "tests.support.stepped")
+    settings.CHAT_ENGINE = "stepped"
+    reset_engines()
+    return get_engine("stepped")
 
 
 @pytest.fixture
@@ -90,6 +99,14 @@ class Socket:
 
 def finished(event: dict[str, Any]) -> bool:
     return event["type"] == "message.finished"
+
+
+def started(event: dict[str, Any]) -> bool:
+    return event["type"] == "message.started"
+
+
+def is_delta(event: dict[str, Any]) -> bool:
+    return event["type"] == "message.delta"
 
 
 def streamed_text(events: list[dict[str, Any]]) -> str:

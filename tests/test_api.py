@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from conversations.api import exports
 from conversations.api.tokens import api_token_create, key_hash
-from conversations.events import message_data
+from conversations.api.serializers import message_data
 from conversations.models import ApiToken, Conversation, Message
 
 TIMESTAMPS = (

@@ -1,9 +1,11 @@
 """The engine contract, run against every backend.
 
 Each backend must: stream deltas for a chat; on stop() end its own work (checked at the engine's
-side, not just in our loop) and confirm it; keep two concurrent streams apart; turn a failure
-into EngineError instead of hanging. Backends: scripted; llamacpp (the real SmolLM2); openai
-against llama.cpp's real OpenAI-compatible server; vllm against the stand-in in fake_vllm.
+side, not just in our loop) and confirm it; end that work too when the reader closes the stream;
+keep two concurrent streams apart; turn a failure into EngineError instead of hanging. Backends:
+scripted; llamacpp (the real SmolLM2); openai against llama.cpp's real OpenAI-compatible server;
+vllm against the stand-in in fake_vllm. The shared stop() bookkeeping (EngineStream) is checked
+once more against a hung engine: a stop that is never confirmed gives up after stop_timeout_s.
 
 BOUND only keeps a broken backend from hanging the suite; it is no speed requirement.
 """
@@ -11,19 +13,22 @@ BOUND only keeps a broken backend from hanging the suite; it is no speed require
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
-from conversations.engines import get_engine, reset_engines
+from conversations.engines import check_engine_setting, get_engine, reset_engines
 from conversations.engines.base import (
     ChatMessage,
     Engine,
     EngineError,
     EngineStream,
+    FinishReason,
     SamplingParams,
 )
 from conversations.engines.openai import OpenAIEngine
@@ -83,16 +88,18 @@ def _llamacpp(settings: Any) -> Harness:
     reset_engines()
     engine: Any = get_engine("llamacpp")
 
-    async def work_ended(stream: Any, _: Any) -> None:
-        # The model's one worker thread runs this no-op only once the native loop has let go.
+    async def work_ended(stream: Any, tokens_before_stop: int) -> None:
+        # The model's one worker thread runs this no-op once the native loop has let go...
         await asyncio.wrap_future(engine.executor.submit(lambda: None))
-        assert stream._job.done()
+        # ...and the worker counts every token it generates, read or not: had it gone on for
+        # nobody, the count would have run on to the end of the reply.
+        assert stream.result.completion_tokens <= tokens_before_stop + 2
 
     return Harness(
         engine,
         SamplingParams(max_tokens=300, temperature=0.0),
         SamplingParams(max_tokens=12, temperature=0.0),
-        lambda stream: None,
+        lambda stream: stream.result.completion_tokens,
         work_ended,
         lambda: engine.stream(TOO_LONG, SamplingParams(max_tokens=8), request_id="fail"),
     )
@@ -179,20 +186,20 @@ def _stop_llama_server() -> Any:
 
 
 async def collect(stream: EngineStream) -> str:
-    async with aclosing(aiter(stream)) as deltas:  # type: ignore[type-var]
+    async with aclosing(aiter(stream)) as deltas:
         return "".join([delta async for delta in deltas])
 
 
 async def test_it_streams_deltas_for_a_chat(harness: Harness) -> None:
     stream = harness.engine.stream(CHAT, harness.short, request_id="hello")
     deltas: list[str] = []
-    async with asyncio.timeout(BOUND), aclosing(aiter(stream)) as chunks:  # type: ignore[type-var]
+    async with asyncio.timeout(BOUND), aclosing(aiter(stream)) as chunks:
         async for delta in chunks:
             deltas.append(delta)
 
     assert len(deltas) > 1, "the reply arrives in pieces, not at once"
     assert "".join(deltas).strip()
-    assert stream.result.finish_reason in ("stop", "length")
+    assert stream.result.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)
     assert 0 < stream.result.completion_tokens <= harness.short.max_tokens
     assert stream.result.stopped_at is None
 
@@ -204,7 +211,7 @@ async def test_it_stops_the_engines_work_mid_stream(harness: Harness) -> None:
 
     async def read() -> None:
         # Like the generation service: one task reads, another presses Stop.
-        async with aclosing(aiter(stream)) as chunks:  # type: ignore[type-var]
+        async with aclosing(aiter(stream)) as chunks:
             async for delta in chunks:
                 deltas.append(delta)
                 if len(deltas) == 2:
@@ -218,7 +225,8 @@ async def test_it_stops_the_engines_work_mid_stream(harness: Harness) -> None:
         confirmed_at = await stream.stop()
         await reader  # our side of the stream ends too
 
-    assert stream.result.finish_reason == "abort"
+    assert confirmed_at is not None
+    assert stream.result.finish_reason is FinishReason.ABORT
     assert stream.result.stopped_at == confirmed_at
     assert stream.result.completion_tokens < harness.long.max_tokens
     async with asyncio.timeout(BOUND):
@@ -229,9 +237,32 @@ async def test_it_stops_the_engines_work_mid_stream(harness: Harness) -> None:
 async def test_it_accepts_stop_before_the_stream_starts(harness: Harness) -> None:
     stream = harness.engine.stream(CHAT, harness.short, request_id="never")
     async with asyncio.timeout(BOUND):
-        await stream.stop()
+        assert await stream.stop() is not None
         assert await collect(stream) == ""
     assert stream.result.stopped_at is not None
+    assert stream.result.finish_reason is FinishReason.ABORT
+
+
+async def test_it_ends_the_engines_work_when_the_reader_goes_away(harness: Harness) -> None:
+    stream = harness.engine.stream(CHAT, harness.long, request_id="abandoned")
+    state = None
+    async with asyncio.timeout(BOUND), aclosing(aiter(stream)) as deltas:
+        await anext(deltas)
+        await anext(deltas)
+        state = harness.before_stop(stream)
+    # Closed without stop(): the engine is told all the same.
+    assert stream.result.completion_tokens < harness.long.max_tokens
+    async with asyncio.timeout(BOUND):
+        await harness.work_ended(stream, state)
+
+
+async def test_a_stop_after_the_reply_ended_stops_nothing(harness: Harness) -> None:
+    stream = harness.engine.stream(CHAT, harness.short, request_id="done")
+    async with asyncio.timeout(BOUND):
+        assert await collect(stream)
+        assert await stream.stop() is not None
+    assert stream.result.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)
+    assert stream.result.stopped_at is None
 
 
 async def test_it_keeps_two_concurrent_streams_apart(harness: Harness) -> None:
@@ -246,7 +277,7 @@ async def test_it_keeps_two_concurrent_streams_apart(harness: Harness) -> None:
     assert text_1.strip()
     assert text_1 == text_2
     for stream in (first, second):
-        assert stream.result.finish_reason in ("stop", "length")
+        assert stream.result.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)
 
 
 async def test_it_stops_one_stream_and_the_other_goes_on(harness: Harness) -> None:
@@ -255,7 +286,7 @@ async def test_it_stops_one_stream_and_the_other_goes_on(harness: Harness) -> No
     first_delta = asyncio.Event()
 
     async def read_stopped() -> None:
-        async with aclosing(aiter(stopped)) as chunks:  # type: ignore[type-var]
+        async with aclosing(aiter(stopped)) as chunks:
             async for _ in chunks:
                 first_delta.set()
 
@@ -269,9 +300,9 @@ async def test_it_stops_one_stream_and_the_other_goes_on(harness: Harness) -> No
     async with asyncio.timeout(BOUND * 2):
         other_text = await other_task
 
-    assert stopped.result.finish_reason == "abort"
+    assert stopped.result.finish_reason is FinishReason.ABORT
     assert other_text.strip()
-    assert other.result.finish_reason in ("stop", "length")
+    assert other.result.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)
 
 
 async def test_it_turns_an_engine_failure_into_an_error(harness: Harness) -> None:
@@ -280,3 +311,87 @@ async def test_it_turns_an_engine_failure_into_an_error(harness: Harness) -> Non
         async with asyncio.timeout(BOUND):
             await collect(stream)
     assert str(failure.value).strip(), "the user is told something readable"
+
+
+# -- the bookkeeping every backend inherits ------------------------------------------------------
+
+
+class HungStream(EngineStream):
+    """A test double for a wedged engine: one delta, then it neither produces nor lets go."""
+
+    stop_timeout_s = 0.2
+
+    def __init__(self, abort: str) -> None:
+        super().__init__()
+        self.abort = abort
+        self.aborts = 0
+
+    async def _deltas(self) -> AsyncGenerator[str, None]:
+        yield "one "
+        await asyncio.Event().wait()  # never set: the reply never ends by itself
+
+    async def _abort(self) -> None:
+        self.aborts += 1
+        if self.abort == "hangs":
+            await asyncio.Event().wait()  # the abort call itself never returns
+        elif self.abort == "fails":
+            raise RuntimeError("engine core died")
+        # "ignored": the abort is taken and never acted on
+
+
+@pytest.mark.parametrize("abort", ["ignored", "hangs", "fails"])
+async def test_a_stop_the_engine_never_confirms_gives_up_after_the_timeout(abort: str) -> None:
+    stream = HungStream(abort)
+    async with aclosing(aiter(stream)) as deltas:
+        assert await anext(deltas) == "one "
+        reader = asyncio.ensure_future(anext(deltas))  # waits for a delta that never comes
+        started = time.monotonic()
+        async with asyncio.timeout(BOUND):
+            assert await stream.stop() is None, "not confirmed"
+        assert time.monotonic() - started < 2, "bounded by stop_timeout_s"
+        # A second Stop is bounded too, and does not ask the engine again.
+        async with asyncio.timeout(BOUND):
+            assert await stream.stop() is None
+        assert stream.aborts == 1
+        assert stream.stop_requested
+        assert stream.result.stopped_at is None
+        assert stream.result.finish_reason is None, "nobody knows how it ended"
+        reader.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reader
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [("stop", FinishReason.STOP), ("length", FinishReason.LENGTH), ("abort", FinishReason.ABORT)],
+)
+def test_it_reads_an_engines_finish_reason(value: str, reason: FinishReason) -> None:
+    assert FinishReason.parse(value) is reason
+    assert reason.is_natural is (reason is not FinishReason.ABORT)
+
+
+@pytest.mark.parametrize("value", ["error", "", None])
+def test_an_unknown_finish_reason_reads_as_none(value: object) -> None:
+    assert FinishReason.parse(value) is None
+
+
+# -- choosing a backend ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["scripted", "llamacpp", "openai", "vllm"])
+def test_every_backend_passes_the_setting_check(settings: Any, name: str) -> None:
+    settings.CHAT_ENGINE = name
+    assert check_engine_setting() is None
+
+
+def test_an_unknown_engine_is_named_with_the_choices(settings: Any) -> None:
+    settings.CHAT_ENGINE = "llama"
+    message = check_engine_setting()
+
+    assert message is not None
+    assert "CHAT_ENGINE='llama'" in message
+    for name in ("scripted", "llamacpp", "openai", "vllm"):
+        assert name in message
+    with pytest.raises(ImproperlyConfigured) as refused:
+        get_engine()
+    assert str(refused.value) == message, "the check and the send refuse it in the same words"

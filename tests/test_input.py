@@ -13,12 +13,9 @@ from channels.db import database_sync_to_async
 from django.db import connection, connections
 
 from conversations.models import Conversation, Message
-from conversations.services.generation import (
-    DuplicateSend,
-    ReplyInProgress,
-    ReplyPlan,
-    reply_create,
-)
+from conversations.generation.replies import reply_create
+from conversations.generation.runner import ReplyPlan
+from conversations.services.errors import DuplicateSend, ReplyInProgress
 from tests.conftest import Socket, finished
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

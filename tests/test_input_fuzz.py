@@ -24,7 +24,7 @@ from django.db import connections
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from conversations.events import JSON_SUBPROTOCOL
+from conversations.renderers import JSON_SUBPROTOCOL
 from conversations.models import Conversation, Message
 from conversations.routing import websocket_urlpatterns
 from tests.conftest import Socket

@@ -15,7 +15,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from conversations.engines import get_engine, reset_engines
-from conversations.engines.base import ChatMessage, EngineError, SamplingParams
+from conversations.engines.base import ChatMessage, EngineError, FinishReason, SamplingParams
 from conversations.engines.openai import OpenAIEngine
 from conversations.models import Message
 from tests.conftest import finished, streamed_text
@@ -188,7 +188,7 @@ def engine_for(url: str, **overrides: Any) -> OpenAIEngine:
 async def read_all(engine: OpenAIEngine) -> tuple[str, Any]:
     stream = engine.stream(CHAT, SamplingParams(max_tokens=20), request_id="r")
     parts: list[str] = []
-    async with asyncio.timeout(BOUND), aclosing(aiter(stream)) as deltas:  # type: ignore[type-var]
+    async with asyncio.timeout(BOUND), aclosing(aiter(stream)) as deltas:
         async for delta in deltas:
             parts.append(delta)
     return "".join(parts), stream
@@ -202,7 +202,7 @@ async def test_it_streams_a_chat_completion(misbehaving: MisbehavingServer) -> N
     text, stream = await read_all(engine)
 
     assert text == "Hello world"
-    assert stream.result.finish_reason == "stop"
+    assert stream.result.finish_reason is FinishReason.STOP
     assert (stream.result.prompt_tokens, stream.result.completion_tokens) == (7, 2)
     request = misbehaving.requests[-1]
     assert (request.method, request.path) == ("POST", "/ok/v1/chat/completions")
@@ -235,13 +235,14 @@ async def test_it_hangs_up_on_stop_and_the_server_sees_it(misbehaving: Misbehavi
     async with asyncio.timeout(BOUND):
         for _ in range(3):
             assert await anext(deltas) == "tok "
-        # Nobody reads on: stop() itself must close the connection, not the reader leaving.
-        await stream.stop()
+        # Nobody reads on: stop() itself must close the connection, not the reader leaving,
+        # and a closed connection is the confirmation (no waiting for a reader).
+        assert await stream.stop() is not None
         await misbehaving.client_left.wait()  # the server's own view: its client is gone
         with pytest.raises(StopAsyncIteration):
             while True:
                 await anext(deltas)  # what was already received, then the end
-    assert stream.result.finish_reason == "abort"
+    assert stream.result.finish_reason is FinishReason.ABORT
     assert stream.result.stopped_at is not None
 
 
@@ -421,7 +422,10 @@ async def test_it_reuses_its_connection_to_llama_cpp_server(llama_server: Any) -
     engine = engine_for(llama_server.base_url, timeout=30)
     for _ in range(2):
         text, stream = await read_all(engine)
-        assert text.strip() and stream.result.finish_reason in ("stop", "length")
+        assert text.strip() and stream.result.finish_reason in (
+            FinishReason.STOP,
+            FinishReason.LENGTH,
+        )
 
     # uvicorn logs each request with the client's address: one port, one pooled connection.
     posts = [

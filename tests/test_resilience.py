@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import contextlib
 from typing import Any
 
@@ -16,7 +17,7 @@ from django.utils import timezone
 
 from conversations.consumers import ConversationConsumer
 from conversations.engines.scripted import scripted_token
-from conversations.events import JSON_SUBPROTOCOL
+from conversations.renderers import JSON_SUBPROTOCOL
 from conversations.models import Message
 from tests.conftest import Socket, finished, streamed_text
 
@@ -162,15 +163,15 @@ async def test_a_stop_recorded_only_in_the_database_still_stops_the_reply(
     connect: Any, alice: Any, conversation: Any, scripted_engine: Any, settings: Any
 ) -> None:
     """A group message can be lost; the Stop written to the row is read at the next flush."""
-    from conversations.services.generation import _record_cancel_request
+    from conversations.generation.replies import _record_stop
 
     settings.CHAT_FLUSH_INTERVAL_S = 0.1
     scripted_engine.tokens = 10_000
     socket, _, _ = await connect(alice, conversation.pk)
     await socket.send(action="send", content="go")
     await socket.receive_until(lambda e: e["type"] == "message.delta")
-    await database_sync_to_async(_record_cancel_request)(
-        conversation, "alice", timezone.now()
+    await database_sync_to_async(_record_stop)(
+        conversation, "alice", time.time()
     )  # no group message at all
     events = await socket.receive_until(finished)
     assert events[-1]["message"]["status"] == "cancelled"
@@ -183,11 +184,11 @@ async def test_a_stop_recorded_only_in_the_database_still_stops_the_reply(
 async def test_a_generation_cut_off_by_shutdown_is_saved_as_interrupted(
     alice: Any, conversation: Any, scripted_engine: Any
 ) -> None:
-    from conversations.services.generation import reply_start
+    from conversations.generation.replies import reply_start
 
     scripted_engine.tokens = 10_000
     generation = await reply_start(conversation=conversation, content="go")
-    while generation.length < 50:  # noqa: ASYNC110 - polling its progress is the point
+    while generation.text.length < 50:  # noqa: ASYNC110 - polling its progress is the point
         await asyncio.sleep(0.01)
     assert generation.task is not None
     generation.task.cancel()

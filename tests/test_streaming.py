@@ -12,7 +12,7 @@ from channels.layers import channel_layers
 from conversations.engines.base import ChatMessage
 from conversations.engines.scripted import scripted_token
 from conversations.models import Conversation, Message
-from conversations.services.prompt import build_chat_messages
+from conversations.services.prompt import fit_to_context, load_history
 from tests.conftest import finished, streamed_text
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -79,8 +79,9 @@ def test_the_oldest_turns_are_dropped_when_the_history_does_not_fit(
             conversation=conversation, role="assistant", content=f"answer {i} " + "y" * 80
         )
     Message.objects.create(conversation=conversation, role="user", content="the newest question")
+    reply = Message.objects.create(conversation=conversation, role="assistant", status="pending")
 
-    chat = build_chat_messages(conversation, scripted_engine)
+    chat = fit_to_context(load_history(conversation.pk, before=reply.pk), scripted_engine)
     assert chat[0] == ChatMessage("system", "Be brief.")
     assert chat[-1] == ChatMessage("user", "the newest question")
     assert 2 < len(chat) < 21

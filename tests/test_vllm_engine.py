@@ -19,7 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from conversations.engines import get_engine, reset_engines
 from conversations.engines import vllm as vllm_backend
-from conversations.engines.base import ChatMessage, EngineError, SamplingParams
+from conversations.engines.base import ChatMessage, EngineError, FinishReason, SamplingParams
 from conversations.models import Message
 from tests import fake_vllm
 from tests.conftest import finished, streamed_text
@@ -158,7 +158,7 @@ async def test_closing_the_stream_aborts_in_vllm() -> None:
     async with asyncio.timeout(BOUND):
         deltas = aiter(stream)
         await anext(deltas)
-        await deltas.aclose()  # type: ignore[attr-defined]
+        await deltas.aclose()
 
     llm = engine.llm()
     assert llm.requests["r1"].finish_reason == "abort"
@@ -174,18 +174,18 @@ async def test_stop_does_not_wait_for_the_next_token() -> None:
         await asyncio.sleep(0.005)
     engine.llm().frozen = True  # nothing more comes out of the engine by itself
     async with asyncio.timeout(BOUND):
-        await stream.stop()
+        assert await stream.stop() is not None, "confirmed"
         await reader
 
     assert engine.llm().requests["busy"].finish_reason == "abort"
-    assert stream.result.finish_reason == "abort"
+    assert stream.result.finish_reason is FinishReason.ABORT
 
 
 async def test_deltas_the_reader_has_not_taken_are_merged_not_dropped() -> None:
     engine = make_engine(make_llm_class(reply_tokens=50))
     stream = engine.stream(CHAT, SamplingParams(max_tokens=100), request_id="slow")
     pieces: list[str] = []
-    async with asyncio.timeout(BOUND), aclosing(aiter(stream)) as deltas:  # type: ignore[type-var]
+    async with asyncio.timeout(BOUND), aclosing(aiter(stream)) as deltas:
         pieces.append(await anext(deltas))
         while engine.llm().requests["slow"].produced < 20:  # noqa: ASYNC110 (the fake GPU runs on)
             await asyncio.sleep(0.005)
@@ -209,7 +209,7 @@ async def test_stop_that_races_the_registration_still_aborts() -> None:
     stream = engine.stream(CHAT, SamplingParams(max_tokens=10_000), request_id="race")
     reader = asyncio.create_task(read(stream))
     # Once started, the reader runs without pausing up to the gate inside add_request().
-    while not stream._started:  # noqa: ASYNC110
+    while not stream._stop.started:  # noqa: ASYNC110
         await asyncio.sleep(0)
     stopping = asyncio.create_task(stream.stop())
     while "race" not in engine.llm().aborted_ids:  # noqa: ASYNC110 (the first abort: lost)
@@ -223,7 +223,7 @@ async def test_stop_that_races_the_registration_still_aborts() -> None:
     request = engine.llm().requests["race"]
     assert engine.llm().aborted_ids.count("race") >= 2
     assert request.finish_reason == "abort"
-    assert stream.result.finish_reason == "abort"
+    assert stream.result.finish_reason is FinishReason.ABORT
     assert engine.llm().num_requests_running == 0
 
 

@@ -1,6 +1,8 @@
 """`Authorization: Bearer <key>` with a personal API token."""
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
@@ -8,12 +10,18 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.request import Request
 
 from conversations.api.tokens import api_token_user
+from conversations.types import User
+
+if TYPE_CHECKING:
+    # Only for mypy: drf_spectacular.openapi imports DRF's APIView, whose class body loads this
+    # module (DEFAULT_AUTHENTICATION_CLASSES), so importing it here at run time would be circular.
+    from drf_spectacular.openapi import AutoSchema
 
 
 class BearerTokenAuthentication(BaseAuthentication):
     keyword = "Bearer"
 
-    def authenticate(self, request: Request) -> tuple[Any, None] | None:
+    def authenticate(self, request: Request) -> tuple[User, None] | None:
         parts = get_authorization_header(request).split()
         if not parts or parts[0].lower() != self.keyword.lower().encode():
             return None  # not ours: let session authentication try
@@ -38,5 +46,5 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-unty
     target_class = "conversations.api.authentication.BearerTokenAuthentication"
     name = "bearerAuth"
 
-    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+    def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, str]:
         return {"type": "http", "scheme": "bearer"}

@@ -1,19 +1,20 @@
 """The settings page where a user creates, sees and revokes their API tokens."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from conversations.api.tokens import api_token_create, api_token_revoke
 from conversations.models import ApiToken
+from conversations.types import AuthenticatedHttpRequest
 
 
 @never_cache  # the page that shows a new key must not be kept by any cache
 @login_required
 @require_http_methods(["GET", "POST"])
-def api_tokens(request: HttpRequest) -> HttpResponse:
+def api_tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
     created = key = None
     error = ""
     if request.method == "POST":
@@ -37,7 +38,7 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def api_token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
+def api_token_revoke_view(request: AuthenticatedHttpRequest, token_id: int) -> HttpResponse:
     token = get_object_or_404(ApiToken.objects.owned_by(request.user), pk=token_id)
     api_token_revoke(token=token)
     return redirect("api-tokens")

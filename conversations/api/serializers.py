@@ -7,7 +7,7 @@ from rest_framework import serializers
 from conversations.models import Conversation, Message
 
 
-class MessageSerializer(serializers.ModelSerializer):
+class MessageSerializer(serializers.ModelSerializer[Message]):
     ttft_ms = serializers.FloatField(read_only=True, allow_null=True)
     tokens_per_second = serializers.FloatField(read_only=True, allow_null=True)
     duration_s = serializers.FloatField(read_only=True, allow_null=True)
@@ -40,7 +40,7 @@ class MessageSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ConversationSerializer(serializers.ModelSerializer):
+class ConversationSerializer(serializers.ModelSerializer[Conversation]):
     owner = serializers.CharField(source="owner.get_username", read_only=True)
 
     class Meta:
@@ -69,7 +69,7 @@ class ConversationDetailSerializer(ConversationSerializer):
         read_only_fields = fields
 
 
-class ConversationFilterSerializer(serializers.Serializer):
+class ConversationFilterSerializer(serializers.Serializer[dict[str, Any]]):
     """The query string of the list and the JSONL export."""
 
     q = serializers.CharField(

@@ -7,12 +7,12 @@ nobody can guess their way back from the hash, and checking a request costs one 
 import hashlib
 import secrets
 from datetime import timedelta
-from typing import Any
 
 from django.db.models import Q
 from django.utils import timezone
 
 from conversations.models import ApiToken
+from conversations.types import User
 
 KEY_PREFIX = "cs_"
 SHOWN_PREFIX_LENGTH = 10
@@ -24,7 +24,7 @@ def key_hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def api_token_create(*, user: Any, name: str) -> tuple[ApiToken, str]:
+def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
     """Create a token; returns it and its key, which is not stored and cannot be shown again."""
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
@@ -45,7 +45,7 @@ def api_token_revoke(*, token: ApiToken) -> bool:
     return revoked == 1
 
 
-def api_token_user(key: str) -> Any | None:
+def api_token_user(key: str) -> User | None:
     """The active user a key belongs to, or None for an unknown, revoked or disabled one."""
     token = ApiToken.objects.active().select_related("user").filter(key_hash=key_hash(key)).first()
     if token is None or not token.user.is_active:

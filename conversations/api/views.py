@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Generator, Iterable, Iterator
-from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
+from django.db.models import QuerySet
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -31,6 +31,7 @@ from conversations.api.serializers import (
 )
 from conversations.models import Conversation, ConversationQuerySet
 from conversations.services.conversations import conversation_delete
+from conversations.types import ConversationId
 
 
 class ConversationPagination(PageNumberPagination):
@@ -65,11 +66,11 @@ BAD_QUERY = OpenApiResponse(description="A filter that is not valid, such as a m
         404: OpenApiResponse(description="No such page."),
     },
 )
-class ConversationList(generics.ListAPIView):
+class ConversationList(generics.ListAPIView[Conversation]):
     serializer_class = ConversationSummarySerializer
     pagination_class = ConversationPagination
 
-    def get_queryset(self) -> Any:
+    def get_queryset(self) -> ConversationQuerySet:
         return filtered(self.request).select_related("owner").with_stats()
 
 
@@ -83,11 +84,11 @@ class ConversationList(generics.ListAPIView):
         responses={204: None, 404: NOT_YOURS},
     ),
 )
-class ConversationDetail(generics.RetrieveDestroyAPIView):
+class ConversationDetail(generics.RetrieveDestroyAPIView[Conversation]):
     serializer_class = ConversationDetailSerializer
     lookup_url_kwarg = "conversation_id"
 
-    def get_queryset(self) -> Any:
+    def get_queryset(self) -> QuerySet[Conversation]:
         return exports.with_messages(Conversation.objects.visible_to(self.request.user))
 
     def perform_destroy(self, instance: Conversation) -> None:
@@ -123,7 +124,7 @@ class ConversationExport(APIView):
         },
         summary="Download one transcript, as a file named after its title",
     )
-    def get(self, request: Request, conversation_id: str) -> HttpResponse:
+    def get(self, request: Request, conversation_id: ConversationId) -> HttpResponse:
         fmt = request.query_params.get("format", "json")
         if fmt not in exports.FORMATS:
             raise exceptions.ValidationError(

@@ -1,21 +1,57 @@
 """The one interface every engine backend implements.
 
-A backend turns a list of chat messages into a stream of text deltas. The generation service
-(`conversations.services.generation`) iterates the stream and, when someone presses Stop, awaits
+A backend turns a list of chat messages into a stream of text deltas. The generation runner
+(`conversations.generation.runner`) iterates the stream and, when someone presses Stop, awaits
 `stream.stop()`: that call must make the engine itself stop working on the request (not just stop
-our loop from reading) and return only once the engine has confirmed it.
+our loop from reading) and return once the engine has confirmed it, or give up after
+`stop_timeout_s` so a hung engine cannot hold its conversation for good.
+
+`EngineStream` owns the bookkeeping every backend shares (stopped before it started, stopped
+twice, stopped after the end, the confirmation time, the timeout); a backend writes two methods:
+`_deltas()`, the work, and `_abort()`, the request to end it.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from datetime import datetime
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Protocol
+
+logger = logging.getLogger("chatsite.engines")
+
+# An engine that has not confirmed a stop by then is logged, and the reply is saved anyway.
+ENGINE_STOP_TIMEOUT_S = 10.0
 
 
 class EngineError(Exception):
     """An engine failed; its message is shown to the user, so keep it readable."""
+
+
+class FinishReason(StrEnum):
+    """Why a stream ended, in the words OpenAI-compatible servers and vLLM use."""
+
+    STOP = "stop"  # the model ended its reply
+    LENGTH = "length"  # the reply reached max_tokens
+    ABORT = "abort"  # stop() ended it
+
+    @property
+    def is_natural(self) -> bool:
+        """The model finished by itself: a Stop that arrives now stopped nothing."""
+        return self in (FinishReason.STOP, FinishReason.LENGTH)
+
+    @classmethod
+    def parse(cls, value: object) -> FinishReason | None:
+        """An engine's own finish reason; unknown ones (vLLM's "error") read as None."""
+        try:
+            return cls(str(value))
+        except ValueError:
+            return None
 
 
 @dataclass(frozen=True)
@@ -36,24 +72,100 @@ class StreamResult:
 
     prompt_tokens: int | None = None
     completion_tokens: int = 0
-    finish_reason: str = ""
+    finish_reason: FinishReason | None = None
     # When the engine confirmed it stopped working because of stop(); None if it never was stopped.
     stopped_at: datetime | None = None
 
 
-class EngineStream(Protocol):
-    result: StreamResult
+@dataclass
+class _StopState:
+    requested: bool = False
+    started: bool = False  # iteration began: there is engine work to stop
+    done: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def __aiter__(self) -> AsyncIterator[str]:
+
+class EngineStream(ABC):
+    """One reply being generated. Iterate it for text deltas; stop() ends it early."""
+
+    stop_timeout_s: float = ENGINE_STOP_TIMEOUT_S
+
+    def __init__(self) -> None:
+        self.result = StreamResult()
+        self._stop = _StopState()
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop.requested
+
+    @property
+    def waiting_in_queue(self) -> bool:
+        """True while the reply waits for the engine behind others: waiting, not stalled."""
+        return False
+
+    async def __aiter__(self) -> AsyncGenerator[str, None]:
         """Yield text deltas. Ends normally when the reply is done or after stop()."""
-        ...
+        if self._stop.requested:
+            return  # stopped before it started: the engine never saw it
+        self._stop.started = True
+        try:
+            # aclosing: a reader that goes away ends the backend's work now, not at garbage
+            # collection.
+            async with aclosing(self._deltas()) as deltas:
+                async for delta in deltas:
+                    yield delta
+        finally:
+            if self._stop.requested:
+                self._engine_stopped()
+            self._stop.done.set()
 
-    async def stop(self) -> datetime:
-        """Stop the engine's work on this request and return when it confirmed it stopped.
+    async def stop(self) -> datetime | None:
+        """Stop the engine's work on this request; return when it confirmed it stopped.
 
-        Safe to call more than once, before the first delta, or after the stream ended.
+        None if the engine did not confirm within stop_timeout_s (logged). Safe to call more than
+        once, before the first delta, or after the stream ended.
         """
-        ...
+        first = not self._stop.requested
+        self._stop.requested = True
+        if not self._stop.started:
+            self._stop.done.set()  # nothing was running: confirmed now
+        try:
+            async with asyncio.timeout(self.stop_timeout_s):
+                if first and not self._stop.done.is_set():
+                    try:
+                        await self._abort()
+                    except Exception:
+                        # The stream may still end by itself (and the wait below is bounded).
+                        logger.exception("the engine failed to abort a request")
+                await self._stop.done.wait()
+        except TimeoutError:
+            logger.error("the engine did not confirm a stop within %gs", self.stop_timeout_s)
+            return None
+        self._engine_stopped()
+        # A stream that had ended by itself has nothing to stop: that is confirmed at once.
+        return self.result.stopped_at or datetime.now(UTC)
+
+    def _engine_stopped(self) -> None:
+        """The engine has let go of this request after stop(): stop() may return now, even if
+        nobody reads the stream on. Backends that learn this other than by `_deltas()` ending
+        (a worker thread that returned, a closed connection) call it from `_abort()`."""
+        if self.result.finish_reason is None:
+            self.result.finish_reason = FinishReason.ABORT
+        # A reply that ended by itself as the stop arrived keeps its reason, and no stop time.
+        if self.result.finish_reason is FinishReason.ABORT and self.result.stopped_at is None:
+            self.result.stopped_at = datetime.now(UTC)
+        self._stop.done.set()
+
+    @abstractmethod
+    def _deltas(self) -> AsyncGenerator[str, None]:
+        """The backend's work: yield text deltas, set result fields, end soon after _abort()."""
+
+    @abstractmethod
+    async def _abort(self) -> None:
+        """Ask the engine to stop working on this request; iteration must then end soon.
+
+        Called once, only while the stream runs. The stop is confirmed when `_deltas()` ends, or
+        earlier where the backend calls `_engine_stopped()`.
+        """
 
 
 class Engine(Protocol):

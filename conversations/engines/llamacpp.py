@@ -11,19 +11,23 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from conversations.engines.base import ChatMessage, EngineError, SamplingParams, StreamResult
+from conversations.engines.base import (
+    ChatMessage,
+    EngineError,
+    EngineStream,
+    FinishReason,
+    SamplingParams,
+)
 
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_END = object()
 
 
 def embedded_model_path() -> Path:
@@ -38,43 +42,63 @@ def embedded_model_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / EMBEDDED_GGUF
 
 
-class LlamaStream:
-    def __init__(self, engine: LlamaCppEngine, messages: list[ChatMessage], params: SamplingParams):
+# What the worker thread hands the reader: a text delta, the failure that ended it, or None at
+# the end.
+_Item = str | BaseException | None
+
+
+class LlamaStream(EngineStream):
+    def __init__(
+        self, engine: LlamaCppEngine, messages: list[ChatMessage], params: SamplingParams
+    ) -> None:
+        super().__init__()
         self.engine = engine
         self.messages = messages
         self.params = params
-        self.result = StreamResult(
-            prompt_tokens=sum(engine.count_tokens(m.content) for m in messages)
-        )
-        self._stop = threading.Event()
+        self.result.prompt_tokens = sum(engine.count_tokens(m.content) for m in messages)
+        # Checked by the worker thread after every token: stop() or a reader that went away.
+        self._halt = threading.Event()
         self._job: Future[None] | None = None
-        self._finished = asyncio.Event()
-        self._loop: asyncio.AbstractEventLoop
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Item] = asyncio.Queue()
 
-    async def __aiter__(self) -> AsyncIterator[str]:
-        self._loop = asyncio.get_running_loop()
+    @property
+    def waiting_in_queue(self) -> bool:
+        """Queued behind other replies: the generation's stall timeout does not apply yet."""
+        return self._job is not None and not self._job.running() and not self._job.done()
+
+    async def _deltas(self) -> AsyncGenerator[str, None]:
+        loop = asyncio.get_running_loop()
         queue = self._queue
 
-        def put(item: Any) -> None:
-            self._loop.call_soon_threadsafe(queue.put_nowait, item)
+        def put(item: _Item) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
 
-        self._job = self.engine.executor.submit(self._generate, put)
+        job = self._job = self.engine.executor.submit(self._generate, put)
         try:
-            while (item := await queue.get()) is not _END:
+            while (item := await queue.get()) is not None:
                 if isinstance(item, BaseException):
                     raise EngineError(f"The embedded model failed: {item}") from item
                 yield item
         finally:
-            self._stop.set()  # the reader went away: the worker must not go on for nobody
-            if self._job.cancel():
-                self._mark_finished()
+            self._halt.set()  # the reader went away: the worker must not go on for nobody
+            job.cancel()  # still queued: it never runs
 
-    def _generate(self, put: Any) -> None:
+    async def _abort(self) -> None:
+        self._halt.set()
+        job = self._job
+        if job is None or job.cancel():
+            # Still queued: taken out of the queue without running; the reader ends now.
+            self._queue.put_nowait(None)
+        else:
+            # The worker returns within a token of seeing the flag; then the model is free.
+            await asyncio.wrap_future(job)
+        self._engine_stopped()
+
+    def _generate(self, put: Callable[[_Item], None]) -> None:
         """Runs on the engine's worker thread."""
         chunks = None
         try:
-            if self._stop.is_set():
+            if self._halt.is_set():
                 return
             llm = self.engine.model_instance()
             chunks = llm.create_chat_completion(
@@ -84,8 +108,8 @@ class LlamaStream:
                 stream=True,
             )
             for chunk in chunks:
-                if self._stop.is_set():
-                    self.result.finish_reason = "abort"
+                if self._halt.is_set():
+                    self.result.finish_reason = FinishReason.ABORT
                     break
                 choice = chunk["choices"][0]
                 text = choice["delta"].get("content")
@@ -93,41 +117,19 @@ class LlamaStream:
                     self.result.completion_tokens += 1
                     put(text)
                 if choice.get("finish_reason"):
-                    self.result.finish_reason = choice["finish_reason"]
+                    self.result.finish_reason = FinishReason.parse(choice["finish_reason"])
         except Exception as exc:
             put(exc)
         finally:
             if chunks is not None:
                 chunks.close()  # ends llama.cpp's generation loop now, not at the next token
-            if self._stop.is_set():
-                self.result.stopped_at = datetime.now(UTC)
-            put(_END)
-            self._loop.call_soon_threadsafe(self._mark_finished)
-
-    def _mark_finished(self) -> None:
-        self._finished.set()
-
-    @property
-    def waiting_in_queue(self) -> bool:
-        """Queued behind other replies: the generation's stall timeout does not apply yet."""
-        return self._job is not None and not self._job.running() and not self._job.done()
-
-    async def stop(self) -> datetime:
-        self._stop.set()
-        if self._job is None or self._job.cancel():
-            # Still queued (or never started): taken out of the queue, nothing ran.
-            self._queue.put_nowait(_END)
-            self._mark_finished()
-        await self._finished.wait()
-        if self.result.stopped_at is None:
-            self.result.stopped_at = datetime.now(UTC)
-        return self.result.stopped_at
+            put(None)
 
 
 class LlamaCppEngine:
     name = "llamacpp"
 
-    def __init__(self, model_path: Path, context_tokens: int, threads: int | None):
+    def __init__(self, model_path: Path, context_tokens: int, threads: int | None) -> None:
         if not model_path.is_file():
             raise ImproperlyConfigured(f"CHAT_MODEL_PATH: no GGUF file at {model_path}.")
         self.model_path = model_path

@@ -12,9 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import AsyncGenerator
 
 import httpx
 from django.conf import settings
@@ -23,12 +21,12 @@ from django.core.exceptions import ImproperlyConfigured
 from conversations.engines.base import (
     ChatMessage,
     EngineError,
+    EngineStream,
+    FinishReason,
     SamplingParams,
-    StreamResult,
     estimate_tokens,
 )
 
-_END = object()
 # After [DONE] the reader reads on to the end of the body, so the connection goes back to the
 # pool; a server that does not end it this soon loses the connection instead.
 _DRAIN_S = 1.0
@@ -36,26 +34,29 @@ _DRAIN_S = 1.0
 logger = logging.getLogger("chatsite.engines.openai")
 
 
-class OpenAIStream:
-    def __init__(self, engine: OpenAIEngine, messages: list[ChatMessage], params: SamplingParams):
+# What the reading task hands the reader: a text delta, the failure that ended the reply, or
+# None at its end.
+_Item = str | BaseException | None
+
+
+class OpenAIStream(EngineStream):
+    def __init__(
+        self, engine: OpenAIEngine, messages: list[ChatMessage], params: SamplingParams
+    ) -> None:
+        super().__init__()
         self.engine = engine
         self.messages = messages
         self.params = params
-        self.result = StreamResult(
-            prompt_tokens=sum(engine.count_tokens(m.content) for m in messages)
-        )
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.result.prompt_tokens = sum(engine.count_tokens(m.content) for m in messages)
+        self._queue: asyncio.Queue[_Item] = asyncio.Queue()
         self._reader: asyncio.Task[None] | None = None
-        self._stop_requested = False
         self._complete = False  # the server sent [DONE]
         self._saw_usage = False
 
-    async def __aiter__(self) -> AsyncIterator[str]:
-        if self._stop_requested:
-            return  # stopped before it started: no request was ever sent
+    async def _deltas(self) -> AsyncGenerator[str, None]:
         self._reader = asyncio.create_task(self._read(), name="openai-stream")
         try:
-            while (item := await self._queue.get()) is not _END:
+            while (item := await self._queue.get()) is not None:
                 if isinstance(item, BaseException):
                     raise item
                 yield item
@@ -64,14 +65,13 @@ class OpenAIStream:
                 await asyncio.wait([self._reader], timeout=_DRAIN_S)
             await self._cancel_reader()  # the reader went away: close the connection now
 
-    async def stop(self) -> datetime:
-        self._stop_requested = True
+    async def _abort(self) -> None:
+        # Closing the connection is the abort signal, and once it is closed the request is over
+        # for us: nothing else to wait for, even if nobody reads the stream on.
         if await self._cancel_reader() and not self._complete:
-            self.result.finish_reason = "abort"
-        self._queue.put_nowait(_END)
-        if self.result.stopped_at is None:
-            self.result.stopped_at = datetime.now(UTC)
-        return self.result.stopped_at
+            self.result.finish_reason = FinishReason.ABORT
+        self._queue.put_nowait(None)
+        self._engine_stopped()
 
     async def _cancel_reader(self) -> bool:
         """Cancel the reading task if it still runs; True if it did."""
@@ -125,7 +125,7 @@ class OpenAIStream:
             data = line[5:].strip()
             if data == "[DONE]":
                 self._complete = True
-                self._queue.put_nowait(_END)
+                self._queue.put_nowait(None)
                 continue
             try:
                 chunk = json.loads(data)
@@ -141,14 +141,14 @@ class OpenAIStream:
                             self.result.completion_tokens += 1
                         self._queue.put_nowait(text)
                     if choice.get("finish_reason"):
-                        self.result.finish_reason = choice["finish_reason"]
+                        self.result.finish_reason = FinishReason.parse(choice["finish_reason"])
             except (ValueError, TypeError, AttributeError):
                 raise EngineError(
                     f"The model server sent a malformed chunk: {data[:80]!r}"
                 ) from None
 
-    def _take_usage(self, usage: Any) -> None:
-        if usage:
+    def _take_usage(self, usage: object) -> None:
+        if isinstance(usage, dict) and usage:
             self._saw_usage = True
             self.result.prompt_tokens = usage.get("prompt_tokens", self.result.prompt_tokens)
             self.result.completion_tokens = usage.get("completion_tokens", 0)

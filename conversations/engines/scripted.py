@@ -10,17 +10,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from django.conf import settings
 
 from conversations.engines.base import (
     ChatMessage,
     EngineError,
+    EngineStream,
+    FinishReason,
     SamplingParams,
-    StreamResult,
     estimate_tokens,
 )
 
@@ -44,33 +44,31 @@ class ScriptedRecord:
     finished: bool = False
 
 
-class ScriptedStream:
+class ScriptedStream(EngineStream):
     def __init__(
         self, engine: ScriptedEngine, prompt_tokens: int, max_tokens: int, request_id: str
-    ):
+    ) -> None:
+        super().__init__()
         self.engine = engine
-        self.result = StreamResult(prompt_tokens=prompt_tokens)
+        self.result.prompt_tokens = prompt_tokens
         self.record = ScriptedRecord(request_id=request_id)
         engine.records[request_id] = self.record
         self._max_tokens = max_tokens
-        self._stop = asyncio.Event()
-        self._done = asyncio.Event()
-        self._iterating = False
+        self._halt = asyncio.Event()
 
-    async def __aiter__(self) -> AsyncIterator[str]:
-        self._iterating = True
+    async def _deltas(self) -> AsyncGenerator[str, None]:
         try:
             total = min(self.engine.tokens, self._max_tokens)
             for index in range(total):
                 if self.engine.fail_after is not None and index == self.engine.fail_after:
                     raise EngineError("The scripted engine failed on purpose.")
                 if index and self.engine.delay_s:
-                    # Waiting on the stop event rather than sleeping makes Stop take effect
+                    # Waiting on the halt event rather than sleeping makes Stop take effect
                     # at once instead of after the current token's delay.
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._stop.wait(), self.engine.delay_s)
-                if self._stop.is_set():
-                    self.result.finish_reason = "abort"
+                        await asyncio.wait_for(self._halt.wait(), self.engine.delay_s)
+                if self._halt.is_set():
+                    self.result.finish_reason = FinishReason.ABORT
                     return
                 if self.record.stop_requested_at is not None:
                     self.record.emitted_after_stop += 1
@@ -78,24 +76,14 @@ class ScriptedStream:
                 self.record.emit_times.append(time.time())
                 self.result.completion_tokens += 1
                 yield scripted_token(index)
-            self.result.finish_reason = "length" if total == self._max_tokens else "stop"
+            natural = FinishReason.LENGTH if total == self._max_tokens else FinishReason.STOP
+            self.result.finish_reason = natural
         finally:
             self.record.finished = True
-            if self._stop.is_set() and self.result.stopped_at is None:
-                self.result.stopped_at = datetime.now(UTC)
-            self._done.set()
 
-    async def stop(self) -> datetime:
-        if self.record.stop_requested_at is None:
-            self.record.stop_requested_at = time.time()
-        self._stop.set()
-        if not self._iterating:
-            # Never started: nothing is running, so the stop is confirmed now.
-            self._done.set()
-        await self._done.wait()
-        if self.result.stopped_at is None:
-            self.result.stopped_at = datetime.now(UTC)
-        return self.result.stopped_at
+    async def _abort(self) -> None:
+        self.record.stop_requested_at = time.time()  # a stop before the start never gets here
+        self._halt.set()
 
 
 class ScriptedEngine:
@@ -103,7 +91,7 @@ class ScriptedEngine:
     model = "scripted"
     context_tokens = 1_000_000
 
-    def __init__(self, tokens: int, delay_ms: float):
+    def __init__(self, tokens: int, delay_ms: float) -> None:
         self.tokens = tokens
         self.delay_s = delay_ms / 1000
         self.fail_after: int | None = None

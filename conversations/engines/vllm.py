@@ -15,13 +15,11 @@ when this backend is selected. Tests hand a stand-in to `VllmEngine(api=...)` in
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -30,8 +28,9 @@ from django.core.exceptions import ImproperlyConfigured
 from conversations.engines.base import (
     ChatMessage,
     EngineError,
+    EngineStream,
+    FinishReason,
     SamplingParams,
-    StreamResult,
     estimate_tokens,
 )
 
@@ -63,7 +62,7 @@ def import_vllm() -> VllmApi:
     return VllmApi(AsyncLLM, AsyncEngineArgs, VllmSamplingParams, RequestOutputKind)
 
 
-class VllmStream:
+class VllmStream(EngineStream):
     def __init__(
         self,
         engine: VllmEngine,
@@ -72,29 +71,23 @@ class VllmStream:
         request_id: str,
         llm: Any,
         failure: EngineError | None = None,
-    ):
+    ) -> None:
+        super().__init__()
         self.engine = engine
         self.messages = messages
         self.params = params
         self.request_id = request_id
-        self.result = StreamResult()
         self._llm = llm
         self._failure = failure  # the engine could not be built; raised when iterated
-        self._stop_requested = False
-        self._started = False
-        self._done = asyncio.Event()
 
-    async def __aiter__(self) -> AsyncIterator[str]:
+    async def _deltas(self) -> AsyncGenerator[str, None]:
         try:
-            if self._stop_requested:
-                return
-            self._started = True
             if self._failure is not None:
                 raise self._failure
             llm = self._llm
             prompt_ids = await self.engine.render(self.messages)
             self.result.prompt_tokens = len(prompt_ids)
-            if self._stop_requested:
+            if self.stop_requested:
                 return  # stopped while the prompt was being rendered: vLLM never saw it
             api = self.engine.api
             sampling = api.SamplingParams(
@@ -109,35 +102,24 @@ class VllmStream:
             async with aclosing(outputs):
                 async for output in outputs:
                     completion = output.outputs[0]
-                    if self._stop_requested and completion.finish_reason is None:
+                    if self.stop_requested and completion.finish_reason is None:
                         # An abort sent before vLLM had registered the id was a no-op; now it
                         # is registered (it produced output), so abort again. Idempotent.
                         await llm.abort(self.request_id)
                     self.result.completion_tokens += len(completion.token_ids)
                     if completion.finish_reason:
-                        self.result.finish_reason = str(completion.finish_reason)
+                        self.result.finish_reason = FinishReason.parse(completion.finish_reason)
                     if completion.text:
                         yield completion.text
         except EngineError:
             raise
         except Exception as exc:
             raise EngineError(f"vLLM failed: {_describe(exc)}") from exc
-        finally:
-            if self._stop_requested and self.result.stopped_at is None:
-                self.result.stopped_at = datetime.now(UTC)
-            self._done.set()
 
-    async def stop(self) -> datetime:
-        self._stop_requested = True
-        if not self._started:
-            self._done.set()  # never iterated: nothing reached vLLM
-        elif not self._done.is_set() and self._llm is not None:
+    async def _abort(self) -> None:
+        # Confirmed when vLLM's own stream ends, with finish_reason "abort" once the abort landed.
+        if self._llm is not None:
             await self._llm.abort(self.request_id)
-        # Set when vLLM's stream has ended, with finish_reason "abort" once the abort landed.
-        await self._done.wait()
-        if self.result.stopped_at is None:
-            self.result.stopped_at = datetime.now(UTC)
-        return self.result.stopped_at
 
 
 class VllmEngine:
@@ -151,7 +133,7 @@ class VllmEngine:
         max_model_len: int,
         gpu_memory_utilization: float,
         api: VllmApi,
-    ):
+    ) -> None:
         if not model:
             raise ImproperlyConfigured(
                 "CHAT_ENGINE=vllm needs CHAT_VLLM_MODEL: a Hugging Face model id such as "

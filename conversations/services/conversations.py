@@ -3,11 +3,11 @@
 import time
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.db import transaction
 
+from conversations import broadcast
 from conversations.models import Conversation
+from conversations.protocol import Cancel
 
 MAX_TITLE = 200
 
@@ -24,19 +24,11 @@ def conversation_rename(*, conversation: Conversation, title: str) -> Conversati
 
 
 def conversation_delete(*, conversation: Conversation) -> None:
-    """Delete a conversation and stop its running reply, so no engine works for a deleted row."""
+    """Delete a conversation and stop its running reply, so no engine works for a deleted row.
+
+    The generation would notice anyway at its next flush (its row is gone); the Stop makes it now.
+    """
     group = conversation.group_name
     conversation.delete()
-    transaction.on_commit(lambda: _stop_generation(group))
-
-
-def _stop_generation(group: str) -> None:
-    async_to_sync(get_channel_layer().group_send)(
-        group,
-        {
-            "type": "generation.cancel",
-            "message_id": None,  # whichever reply is running
-            "requested_at": time.time(),
-            "cancelled_by": "deleted",
-        },
-    )
+    stop = Cancel(message_id=None, requested_at=time.time(), cancelled_by="deleted")
+    transaction.on_commit(lambda: broadcast.to_group_from_sync(group, stop))

@@ -31,3 +31,9 @@ class TooManyActive(RateLimited):
 
 class ConversationGone(SendRefused):
     code = "conversation_deleted"
+
+
+class EngineUnavailable(SendRefused):
+    """The configured engine could not be built (a bad setting, a missing model file)."""
+
+    code = "engine_unavailable"

@@ -1,10 +1,14 @@
 """What the engine is given for a reply: the system prompt, then as much history as fits."""
 
+from __future__ import annotations
+
+import uuid
+
 from django.conf import settings
 from django.db.models import Q
 
 from conversations.engines.base import ChatMessage, Engine
-from conversations.models import Conversation, Message
+from conversations.models import Message
 
 # Replies the model actually produced text for are history; failed empty ones are not.
 _HISTORY_STATUSES = (
@@ -15,18 +19,24 @@ _HISTORY_STATUSES = (
 )
 
 
-def build_chat_messages(conversation: Conversation, engine: Engine) -> list[ChatMessage]:
-    """The conversation so far, oldest turns dropped first when it would not fit the context.
-
-    The newest user message is always kept, and room is left for the reply itself.
-    """
-    history = [
-        ChatMessage(role=m.role, content=m.content)
-        for m in conversation.messages.filter(
-            Q(role=Message.Role.USER)
-            | (Q(role=Message.Role.ASSISTANT, status__in=_HISTORY_STATUSES) & ~Q(content=""))
-        )
+def load_history(conversation_id: uuid.UUID, *, before: int) -> list[ChatMessage]:
+    """The conversation's messages older than the reply `before` (its own id), oldest first."""
+    messages = Message.objects.filter(conversation_id=conversation_id, pk__lt=before).filter(
+        Q(role=Message.Role.USER)
+        | (Q(role=Message.Role.ASSISTANT, status__in=_HISTORY_STATUSES) & ~Q(content=""))
+    )
+    return [
+        ChatMessage(role=role, content=content)
+        for role, content in messages.values_list("role", "content")
     ]
+
+
+def fit_to_context(history: list[ChatMessage], engine: Engine) -> list[ChatMessage]:
+    """The system prompt and the history, oldest turns dropped first when it would not fit.
+
+    The newest user message is always kept, and room is left for the reply itself. Counting
+    tokens may load the engine's tokenizer: call this outside any transaction.
+    """
     system = (
         [ChatMessage("system", settings.CHAT_SYSTEM_PROMPT)] if settings.CHAT_SYSTEM_PROMPT else []
     )

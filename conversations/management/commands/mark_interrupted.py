@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from conversations.services.recovery import replies_mark_interrupted
+from conversations.generation.recovery import replies_mark_interrupted
 
 
 class Command(BaseCommand):

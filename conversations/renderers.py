@@ -1,27 +1,35 @@
 """One event shape, two renderers: htmx HTML fragments for the browser, JSON for API clients.
 
 The consumer hands every event it sends to a socket to one of these; nothing else writes to a
-socket, so the two protocols cannot drift apart.
+socket, so the two protocols cannot drift apart. They take the protocol's typed events and
+payloads, never the database.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Protocol
 
 from django.template.loader import render_to_string
 
-from conversations.api.serializers import message_data
 from conversations.models import Conversation, Message
+from conversations.protocol import MessagePayload, Started
 
 JSON_SUBPROTOCOL = "chatsite.v1.json"
 
 
+class Renderer(Protocol):
+    def started(self, event: Started) -> str: ...
+    def delta(self, message_id: int, offset: int, text: str) -> str: ...
+    def snapshot(self, message_id: int, text: str) -> str: ...
+    def finished(self, message: MessagePayload) -> str: ...
+    def settled(self, message: MessagePayload | None) -> str | None: ...
+    def error(self, code: str, message: str) -> str: ...
+
+
 class JsonRenderer:
-    def started(self, event: dict[str, Any]) -> str:
-        return _json(
-            type="message.started", user_message=event["user_message"], message=event["message"]
-        )
+    def started(self, event: Started) -> str:
+        return _json(type="message.started", user_message=event.user_message, message=event.message)
 
     def delta(self, message_id: int, offset: int, text: str) -> str:
         return _json(type="message.delta", message_id=message_id, offset=offset, text=text)
@@ -29,10 +37,10 @@ class JsonRenderer:
     def snapshot(self, message_id: int, text: str) -> str:
         return _json(type="message.snapshot", message_id=message_id, offset=0, text=text)
 
-    def finished(self, reply: Message) -> str:
-        return _json(type="message.finished", message=message_data(reply))
+    def finished(self, message: MessagePayload) -> str:
+        return _json(type="message.finished", message=message)
 
-    def settled(self, reply: Message | None) -> str | None:
+    def settled(self, message: MessagePayload | None) -> str | None:
         return None  # JSON clients read history through the REST API
 
     def error(self, code: str, message: str) -> str:
@@ -40,18 +48,13 @@ class JsonRenderer:
 
 
 class HtmlRenderer:
-    def started(self, event: dict[str, Any]) -> str:
-        # Rendered from the event's data, not the database: this is on every tab's path to the
-        # first token.
-        conversation = Conversation(id=event["conversation_id"], title=event["title"])
-        reply = Message(conversation=conversation, **_template_fields(event["message"]))
+    def started(self, event: Started) -> str:
+        conversation = Conversation(id=event.conversation_id, title=event.title)
+        reply = _message(event.message)
+        reply.conversation = conversation
         return render_to_string(
             "conversations/events/started.html",
-            {
-                "user_message": Message(**_template_fields(event["user_message"])),
-                "reply": reply,
-                "streaming": True,
-            },
+            {"user_message": _message(event.user_message), "reply": reply, "streaming": True},
         )
 
     def delta(self, message_id: int, offset: int, text: str) -> str:
@@ -64,14 +67,15 @@ class HtmlRenderer:
             "conversations/events/snapshot.html", {"message_id": message_id, "text": text}
         )
 
-    def finished(self, reply: Message | None) -> str:
+    def finished(self, message: MessagePayload | None) -> str:
+        reply = _message(message) if message is not None else None
         return render_to_string(
             "conversations/events/finished.html", {"reply": reply, "streaming": False}
         )
 
-    def settled(self, reply: Message | None) -> str | None:
+    def settled(self, message: MessagePayload | None) -> str | None:
         """The saved state, for a socket that (re)connects when nothing is streaming."""
-        return self.finished(reply)
+        return self.finished(message)
 
     def error(self, code: str, message: str) -> str:
         return render_to_string(
@@ -79,21 +83,16 @@ class HtmlRenderer:
         )
 
 
-def started_event_data(user_message: Message, reply: Message) -> dict[str, Any]:
-    """What a chat.started group event carries, so tabs render it without a query."""
-    conversation = reply.conversation
-    return {
-        "user_message": message_data(user_message),
-        "message": message_data(reply),
-        "conversation_id": str(conversation.pk),
-        "title": conversation.title,
-    }
-
-
-def _template_fields(data: dict[str, Any]) -> dict[str, Any]:
-    return {
-        name: data[name] for name in ("id", "role", "content", "status", "cancelled_by", "error")
-    }
+def _message(payload: MessagePayload) -> Message:
+    """An unsaved Message with the fields the message template reads."""
+    return Message(
+        id=payload["id"],
+        role=payload["role"],
+        content=payload["content"],
+        status=payload["status"],
+        cancelled_by=payload["cancelled_by"],
+        error=payload["error"],
+    )
 
 
 def _json(**fields: Any) -> str:

@@ -1,0 +1,82 @@
+"""Replies whose process died mid-stream are marked interrupted, decided by their heartbeat.
+
+A live generation refreshes its row's heartbeat every CHAT_FLUSH_INTERVAL_S. An active row whose
+heartbeat is older than CHAT_HEARTBEAT_TIMEOUT_S has nobody writing it any more: its text is what
+was last flushed, and the conversation must be usable again.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import DatabaseError
+from django.db.models import Q
+from django.utils import timezone
+
+from conversations.models import Conversation, Message
+from conversations.protocol import MessagePayload, message_payload
+
+logger = logging.getLogger("chatsite.recovery")
+
+INTERRUPTED_ERROR = "The server stopped while this reply was being written."
+
+
+def replies_mark_interrupted(
+    *, conversation: Conversation | None = None, owner_id: int | None = None
+) -> int:
+    """Mark active replies with a stale heartbeat as interrupted; returns how many.
+
+    Narrowed to one conversation, or to all of one owner's (before counting their active replies).
+    """
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=settings.CHAT_HEARTBEAT_TIMEOUT_S)
+    stale = Message.objects.filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True))
+    if conversation is not None:
+        stale = stale.filter(conversation=conversation)
+    if owner_id is not None:
+        stale = stale.filter(conversation__owner_id=owner_id)
+    # Conditional on the stale heartbeat: a generation that is still alive keeps its row.
+    count = stale.transition(
+        from_=Message.ACTIVE_STATUSES,
+        to=Message.Status.INTERRUPTED,
+        finished_at=now,
+        heartbeat_at=None,
+        error=INTERRUPTED_ERROR,
+    )
+    if count:
+        logger.warning("marked %s reply(s) interrupted (stale heartbeat)", count)
+    return count
+
+
+@dataclass(frozen=True)
+class ReplyState:
+    """What a tab should show for a reply: still running somewhere, or settled as `message`."""
+
+    active: bool
+    message: MessagePayload | None  # None when the reply is gone (its conversation deleted)
+
+
+def reply_state(*, conversation: Conversation, message_id: int) -> ReplyState:
+    """A reply a tab has heard nothing about for a while: settle it if its process died."""
+    replies_mark_interrupted(conversation=conversation)
+    row = Message.objects.filter(pk=message_id, conversation=conversation).first()
+    if row is None:
+        return ReplyState(active=False, message=None)
+    return ReplyState(active=row.is_active, message=message_payload(row))
+
+
+def latest_reply(*, conversation: Conversation) -> Message | None:
+    """The conversation's newest reply, after settling any whose process died."""
+    replies_mark_interrupted(conversation=conversation)
+    return conversation.messages.filter(role=Message.Role.ASSISTANT).last()
+
+
+def mark_interrupted_at_startup() -> None:
+    """Run when a server process starts: replies of a process that died are settled now."""
+    try:
+        replies_mark_interrupted()
+    except DatabaseError as exc:  # not migrated yet, or the database is down: never block start-up
+        logger.warning("could not check for interrupted replies at start-up: %s", exc)

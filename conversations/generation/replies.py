@@ -1,0 +1,153 @@
+"""The generation service's API: create and start a reply, and cancel one from anywhere."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+
+from channels.db import database_sync_to_async
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ImproperlyConfigured
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from conversations import broadcast
+from conversations.engines import get_engine
+from conversations.engines.base import Engine
+from conversations.generation import rows
+from conversations.generation.recovery import replies_mark_interrupted
+from conversations.generation.runner import Generation, ReplyPlan
+from conversations.models import Conversation, Message
+from conversations.protocol import Cancel, Started, message_payload
+from conversations.services.errors import (
+    ConversationGone,
+    DuplicateSend,
+    EngineUnavailable,
+    NothingToCancel,
+    ReplyInProgress,
+)
+from conversations.services.limits import check_send_allowed
+
+logger = logging.getLogger("chatsite.generation")
+
+
+def reply_create(
+    *, conversation: Conversation, content: str, idempotency_key: str = ""
+) -> ReplyPlan:
+    """Save the user's message and a pending reply, or refuse the send.
+
+    Refusals hold across processes: the database's unique constraints allow one active reply per
+    conversation and one message per idempotency key, and the owner's row is locked while the
+    per-user limits are counted, so concurrent sends of one user are counted one after another.
+    Nothing slow happens under that lock: the prompt (which may load the model's tokenizer) is
+    built by the generation once the send is committed.
+    """
+    engine = _available_engine()
+    # Replies whose process died would otherwise count against the limits and block this
+    # conversation until the next restart: settle every stale one of this owner first.
+    replies_mark_interrupted(owner_id=conversation.owner_id)
+    with transaction.atomic():
+        owner = get_user_model().objects.select_for_update().get(pk=conversation.owner_id)
+        if not Conversation.objects.filter(pk=conversation.pk).exists():
+            raise ConversationGone("This conversation has been deleted.")
+        check_send_allowed(owner, conversation=conversation, idempotency_key=idempotency_key)
+        try:
+            with transaction.atomic():
+                user_message = Message.objects.create(
+                    conversation=conversation,
+                    role=Message.Role.USER,
+                    content=content,
+                    idempotency_key=idempotency_key,
+                )
+        except IntegrityError:
+            raise DuplicateSend("This message was already sent.") from None
+        try:
+            with transaction.atomic():
+                reply = Message.objects.create(
+                    conversation=conversation,
+                    role=Message.Role.ASSISTANT,
+                    status=Message.Status.PENDING,
+                    engine=engine.name,
+                    model=engine.model,
+                    request_id=uuid.uuid4().hex,
+                    heartbeat_at=timezone.now(),
+                )
+        except IntegrityError:
+            raise ReplyInProgress(
+                "A reply is still being written. Wait for it or press Stop, then send again."
+            ) from None
+        # Conditional: this socket's copy of the conversation may predate a rename in another tab.
+        Conversation.objects.filter(pk=conversation.pk, title="", title_is_custom=False).update(
+            title=" ".join(content.split())[:80]
+        )
+        Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
+        title = Conversation.objects.values_list("title", flat=True).get(pk=conversation.pk)
+    return ReplyPlan(
+        conversation_id=conversation.id,
+        group=conversation.group_name,
+        message_id=reply.pk,
+        request_id=reply.request_id,
+        engine_name=engine.name,
+        started=Started(
+            message_id=reply.pk,
+            conversation_id=str(conversation.id),
+            title=title,
+            user_message=message_payload(user_message),
+            message=message_payload(reply),
+        ),
+    )
+
+
+def _available_engine() -> Engine:
+    """The configured engine, or a refusal the sender can read (the socket stays open)."""
+    try:
+        return get_engine()
+    except ImproperlyConfigured as exc:
+        logger.error("the engine is not available: %s", exc)
+        raise EngineUnavailable(
+            "The model is not available right now. Your message was not sent; try again later."
+        ) from None
+
+
+async def reply_start(
+    *, conversation: Conversation, content: str, idempotency_key: str = ""
+) -> Generation:
+    """Save a send and start streaming its reply in this process."""
+    plan = await database_sync_to_async(reply_create)(
+        conversation=conversation, content=content, idempotency_key=idempotency_key
+    )
+    logger.info("send accepted request_id=%s message=%s", plan.request_id, plan.message_id)
+    return Generation.start(plan)
+
+
+async def reply_cancel(*, conversation: Conversation, cancelled_by: str) -> None:
+    """Ask the conversation's running generation, wherever it runs, to stop.
+
+    The request goes to the conversation's group, which reaches the generation at once, and into
+    the reply's row, which the generation reads at every flush: a group message can be lost (a
+    full channel, a Redis restart, a generation that has not joined its group yet), the row not.
+    """
+    requested_at = time.time()
+    message_id = await database_sync_to_async(_record_stop)(
+        conversation, cancelled_by, requested_at
+    )
+    logger.info("cancel requested message=%s by=%s", message_id, cancelled_by)
+    await broadcast.to_group(
+        conversation.group_name,
+        Cancel(message_id=message_id, requested_at=requested_at, cancelled_by=cancelled_by),
+    )
+
+
+def _record_stop(conversation: Conversation, cancelled_by: str, requested_at: float) -> int:
+    active = (
+        Message.objects.filter(conversation=conversation)
+        .active()
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if active is None:
+        raise NothingToCancel("Nothing is being written right now.")
+    rows.record_stop(active, cancelled_by, rows.unix_time(requested_at))
+    return active

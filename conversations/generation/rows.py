@@ -1,0 +1,128 @@
+"""Every write a generation makes to its reply's row, each one a status transition.
+
+These run on Channels' database thread (callers wrap them in database_sync_to_async). Each is
+a conditional UPDATE through `Message.objects.transition`: a row that someone else settled
+(recovery marked it interrupted, the conversation was deleted) is never overwritten, and the
+writer learns that it lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.utils import timezone
+
+from conversations.engines.base import StreamResult
+from conversations.models import Conversation, Message
+from conversations.protocol import MessagePayload, message_payload
+
+Status = Message.Status
+ACTIVE = Message.ACTIVE_STATUSES
+
+
+@dataclass(frozen=True)
+class RecordedStop:
+    requested_at: datetime
+    cancelled_by: str
+
+
+@dataclass(frozen=True)
+class FlushResult:
+    active: bool  # False: the row was settled or deleted by someone else
+    stop: RecordedStop | None = None  # a Stop recorded in the row (by another process)
+
+
+def mark_streaming(message_id: int, first_token_at: datetime) -> bool:
+    return bool(
+        Message.objects.transition(
+            message_id, from_={Status.PENDING}, to=Status.STREAMING, first_token_at=first_token_at
+        )
+    )
+
+
+def flush(message_id: int, content: str | None, *, look_for_stop: bool) -> FlushResult:
+    """Write the partial text (None: unchanged) and the heartbeat of an active reply."""
+    fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
+    if content is not None:
+        fields["content"] = content
+    row = Message.objects.filter(pk=message_id)
+    if look_for_stop:
+        # Conditional on no recorded Stop: one query in the usual case, and a miss means "look".
+        if row.filter(cancel_requested_at__isnull=True).transition(from_=ACTIVE, to=None, **fields):
+            return FlushResult(active=True)
+    if not row.transition(from_=ACTIVE, to=None, **fields):
+        return FlushResult(active=False)
+    if not look_for_stop:
+        return FlushResult(active=True)
+    recorded = row.values_list("cancel_requested_at", "cancelled_by").first()
+    if recorded is None or recorded[0] is None:
+        return FlushResult(active=True)
+    return FlushResult(active=True, stop=RecordedStop(recorded[0], recorded[1]))
+
+
+def record_stop(message_id: int, cancelled_by: str, requested_at: datetime) -> None:
+    """Keep a Stop in the row too: a group message can be lost, the row not."""
+    # Conditional: the first Stop's time and author stand, and a finished reply is not touched.
+    Message.objects.filter(cancel_requested_at__isnull=True).transition(
+        message_id,
+        from_=ACTIVE,
+        to=None,
+        cancel_requested_at=requested_at,
+        cancelled_by=cancelled_by,
+    )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a generation ended, as it saves it."""
+
+    status: Message.Status
+    text: str
+    error: str = ""
+    first_token_at: datetime | None = None
+    result: StreamResult | None = None
+    stop: RecordedStop | None = None  # for a cancelled reply: who asked, and when
+    stop_confirmed_at: datetime | None = None
+
+
+def finish(conversation_id: Any, message_id: int, outcome: Outcome) -> MessagePayload | None:
+    """Save the final state; return the row as it now is (ours, or the winner's if we lost).
+
+    None if the row is gone (its conversation was deleted).
+    """
+    fields: dict[str, Any] = {
+        "content": outcome.text,
+        "error": outcome.error,
+        "finished_at": timezone.now(),
+        "first_token_at": outcome.first_token_at,
+        "heartbeat_at": None,
+    }
+    result = outcome.result
+    if result is not None:
+        fields.update(
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            finish_reason=result.finish_reason or "",
+        )
+    if outcome.status == Status.CANCELLED and outcome.stop is not None:
+        confirmed = outcome.stop_confirmed_at or timezone.now()
+        requested = outcome.stop.requested_at
+        fields.update(
+            cancel_requested_at=requested,
+            cancel_confirmed_at=confirmed,
+            cancel_latency_ms=max(0.0, (confirmed - requested).total_seconds() * 1000),
+            cancelled_by=outcome.stop.cancelled_by,
+        )
+    else:
+        # A Stop recorded after the last token stopped nothing: the reply is not a cancelled one.
+        fields.update(cancel_requested_at=None, cancelled_by="")
+    Message.objects.transition(message_id, from_=ACTIVE, to=outcome.status, **fields)
+    Conversation.objects.filter(pk=conversation_id).update(updated_at=timezone.now())
+    row = Message.objects.filter(pk=message_id).first()
+    return message_payload(row) if row is not None else None
+
+
+def unix_time(moment: float) -> datetime:
+    return datetime.fromtimestamp(moment, UTC)

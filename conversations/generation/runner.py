@@ -1,0 +1,287 @@
+"""One reply being generated: read the engine's stream, send it to the tabs, save how it ended.
+
+A generation is an asyncio task in the process whose socket received the send. What it hears
+from the conversation's group (Stop, a tab asking for the text so far, a tab still watching) and
+its periodic work (flush, heartbeat, grace period) live in `control`; what it writes to its row,
+in `rows`; what it has sent, in its `Coalescer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Coroutine
+from contextlib import aclosing
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from conversations import broadcast, metrics
+from conversations.engines import get_engine
+from conversations.engines.base import (
+    ChatMessage,
+    Engine,
+    EngineError,
+    EngineStream,
+    SamplingParams,
+)
+from conversations.generation import rows
+from conversations.generation.coalescer import Coalescer
+from conversations.generation.control import Control
+from conversations.generation.recovery import INTERRUPTED_ERROR
+from conversations.models import Message
+from conversations.protocol import Delta, Event, Finished, Snapshot, Started
+from conversations.services import prompt
+
+logger = logging.getLogger("chatsite.generation")
+
+Status = Message.Status
+
+# Strong references to running generations: asyncio keeps only weak ones to tasks.
+_running: dict[int, Generation] = {}
+
+
+@dataclass(frozen=True)
+class ReplyPlan:
+    """What a send decided, committed to the database before anything streams."""
+
+    conversation_id: uuid.UUID
+    group: str
+    message_id: int
+    request_id: str
+    engine_name: str
+    started: Started
+
+
+class Stalled(Exception):
+    pass
+
+
+class Generation:
+    def __init__(self, plan: ReplyPlan):
+        self.plan = plan
+        self.observer = metrics.GenerationObserver(plan.engine_name, plan.request_id)
+        self.text = Coalescer(settings.CHAT_COALESCE_MS / 1000)
+        self.control = Control(self)
+        self.stream: EngineStream | None = None
+        self.first_token_at: datetime | None = None
+        self.stop: rows.RecordedStop | None = None  # the first Stop that reached us
+        self.lost = False  # someone else settled our row: nothing we write will be kept
+        self._frame_lock = asyncio.Lock()  # deltas go out in offset order
+        self._frame_timer: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        self.task: asyncio.Task[None] | None = None
+
+    @classmethod
+    def start(cls, plan: ReplyPlan) -> Generation:
+        generation = cls(plan)
+        _running[plan.message_id] = generation
+        generation.task = asyncio.create_task(generation.run(), name=f"generation-{plan.request_id}")
+        return generation
+
+    def spawn(self, work: Coroutine[Any, Any, Any], name: str | None = None) -> asyncio.Task[Any]:
+        task = asyncio.create_task(work, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    async def run(self) -> None:
+        status, error = Status.COMPLETE, ""
+        await self.control.join()
+        try:
+            status, error = await self._generate()
+        except asyncio.CancelledError:
+            # The process is shutting down under us: what was written is kept, marked unfinished.
+            status, error = Status.INTERRUPTED, INTERRUPTED_ERROR
+            raise
+        finally:
+            self.control.stop()
+            try:
+                await self._finish(status, error)
+            except Exception:
+                logger.exception("could not save the reply request_id=%s", self.plan.request_id)
+            await self.control.leave()
+            _running.pop(self.plan.message_id, None)
+
+    async def _generate(self) -> tuple[Message.Status, str]:
+        plan = self.plan
+        try:
+            await self.send(plan.started)
+            engine = get_engine(plan.engine_name)
+            messages = await _prompt(plan, engine)
+            params = SamplingParams(
+                max_tokens=settings.CHAT_MAX_TOKENS, temperature=settings.CHAT_TEMPERATURE
+            )
+            self.stream = engine.stream(messages, params, request_id=plan.request_id)
+            if self.stop_wanted:
+                await self.stream.stop()  # stopped while we were setting up
+            await self._consume(self.stream)
+        except (EngineError, Stalled) as exc:
+            logger.warning("engine error request_id=%s: %s", plan.request_id, exc)
+            return Status.ERROR, str(exc) or exc.__class__.__name__
+        except Exception:
+            logger.exception("generation crashed request_id=%s", plan.request_id)
+            return Status.ERROR, "The engine failed unexpectedly."
+        finish_reason = self.stream.result.finish_reason
+        # A Stop that arrived as the engine produced its last token stopped nothing.
+        if self.stop_wanted and not (finish_reason and finish_reason.is_natural):
+            return Status.CANCELLED, ""
+        return Status.COMPLETE, ""
+
+    @property
+    def stop_wanted(self) -> bool:
+        return self.stop is not None or self.lost
+
+    async def _consume(self, stream: EngineStream) -> None:
+        """Hand every delta on; a stream that produces nothing for the stall timeout fails.
+
+        The next delta is awaited in a task of its own, so a timeout never cancels the stream
+        itself, and the stall clock runs only while the stream is not queued behind other
+        replies: a queued reply is waiting, not stalled.
+        """
+        stall = settings.CHAT_STALL_TIMEOUT_S
+        poll = min(stall / 4, 1.0)  # how often the queue is looked at
+        async with aclosing(aiter(stream)) as deltas:  # type: ignore[type-var]
+            pending: asyncio.Future[str] | None = None
+            progress_at = time.monotonic()
+            try:
+                while True:
+                    pending = pending or asyncio.ensure_future(anext(deltas))
+                    done, _ = await asyncio.wait({pending}, timeout=poll)
+                    now = time.monotonic()
+                    if not done:
+                        if stream.waiting_in_queue:
+                            progress_at = now
+                        elif now - progress_at >= stall:
+                            await stream.stop()  # bounded: a hung engine cannot hold us here
+                            raise Stalled(f"The engine produced nothing for {stall:g} seconds.")
+                        continue
+                    try:
+                        delta = pending.result()
+                    except StopAsyncIteration:
+                        return
+                    pending, progress_at = None, now
+                    if delta:
+                        await self._on_delta(delta)
+            finally:
+                if pending is not None:
+                    pending.cancel()
+                    await asyncio.wait({pending})
+                    if not pending.cancelled():
+                        pending.exception()  # seen: asyncio would log it as never retrieved
+
+    async def _on_delta(self, delta: str) -> None:
+        self.observer.token()
+        self.text.add(delta)
+        if self.first_token_at is None:
+            self.first_token_at = datetime.now(UTC)
+            await self._send_frame()  # the first token goes out at once
+            # In the background: the second token must not wait for a database round trip.
+            self.spawn(
+                database_sync_to_async(rows.mark_streaming)(
+                    self.plan.message_id, self.first_token_at
+                )
+            )
+        elif self._frame_timer is None:
+            delay = self.text.frame_due_in(time.monotonic())
+            if delay <= 0:
+                await self._send_frame()
+            else:
+                self._frame_timer = self.spawn(self._send_frame_later(delay))
+
+    async def _send_frame_later(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self._frame_timer = None
+        await self._send_frame()
+
+    async def _send_frame(self) -> None:
+        async with self._frame_lock:
+            frame = self.text.take_frame(time.monotonic())
+            if frame is not None:
+                await self.send(Delta(self.plan.message_id, frame.offset, frame.text))
+
+    async def request_stop(self, stop: rows.RecordedStop) -> None:
+        """A Stop reached us (from the group, the row, or the grace period); the first one counts."""
+        if self.stop is not None:
+            return
+        self.stop = stop
+        logger.info("cancel received request_id=%s, stopping the engine", self.plan.request_id)
+        if self.stream is not None:
+            self.spawn(self.stream.stop())  # confirmed in _finish; the listener goes on meanwhile
+
+    def row_lost(self) -> None:
+        """Our row was settled by someone else: stop the engine, since nothing it writes is kept."""
+        if self.lost:
+            return
+        self.lost = True
+        logger.warning("reply row settled elsewhere request_id=%s", self.plan.request_id)
+        if self.stream is not None:
+            self.spawn(self.stream.stop())
+
+    async def send_snapshot(self, reply_channel: str) -> None:
+        # Taken without waiting for anything: deltas keep flowing to every other tab while this
+        # one's full channel drains, and the tab orders what it gets by offset.
+        snapshot = Snapshot(self.plan.message_id, self.text.snapshot())
+        try:
+            await broadcast.to_channel(
+                reply_channel, snapshot, attempts=broadcast.CHANNEL_FULL_ATTEMPTS
+            )
+        except Exception as exc:
+            logger.warning("snapshot failed request_id=%s: %r", self.plan.request_id, exc)
+
+    async def _finish(self, status: Message.Status, error: str) -> None:
+        if self._frame_timer is not None:
+            self._frame_timer.cancel()
+        await self._send_frame()  # the saved text is exactly the text every tab was sent
+        stream = self.stream
+        confirmed_at = None
+        if status == Status.CANCELLED and stream is not None:
+            confirmed_at = await stream.stop()
+        result = stream.result if stream is not None else None
+        self.observer.finished(
+            status,
+            tokens=result.completion_tokens if result is not None else 0,
+            cancel_requested_at=self.stop.requested_at.timestamp() if self.stop else None,
+            cancel_confirmed_at=confirmed_at,
+        )
+        outcome = rows.Outcome(
+            status=status,
+            text=self.text.text,
+            error=error,
+            first_token_at=self.first_token_at,
+            result=result,
+            stop=self.stop if status == Status.CANCELLED else None,
+            stop_confirmed_at=confirmed_at,
+        )
+        saved = await database_sync_to_async(rows.finish)(
+            self.plan.conversation_id, self.plan.message_id, outcome
+        )
+        logger.info(
+            "generation finished request_id=%s status=%s chars=%s",
+            self.plan.request_id,
+            saved["status"] if saved else "deleted",
+            self.text.length,
+        )
+        if saved is not None:
+            await self.send(Finished(self.plan.message_id, saved))
+
+    async def send(self, event: Event) -> None:
+        # A channel-layer outage must not lose the reply: the row is still written, and tabs
+        # that reconnect resynchronize from it and from us.
+        try:
+            await broadcast.to_group(self.plan.group, event)
+        except Exception as exc:
+            logger.warning("group send failed request_id=%s: %r", self.plan.request_id, exc)
+
+
+async def _prompt(plan: ReplyPlan, engine: Engine) -> list[ChatMessage]:
+    history = await database_sync_to_async(prompt.load_history)(
+        plan.conversation_id, before=plan.message_id
+    )
+    # Off the database thread: counting tokens may load the model's tokenizer.
+    return await asyncio.to_thread(prompt.fit_to_context, history, engine)

@@ -1,0 +1,187 @@
+"""Every message that crosses a process boundary: the events of a conversation's group.
+
+A conversation's tabs (consumers) and its running generation all join the conversation's
+channel-layer group, and talk through these events only, in one namespace, `chat.*`:
+
+- to the tabs, from the generation: Started, Delta, Snapshot (to one tab), Finished, Ping;
+- to the generation, from tabs and services: Cancel, Sync, Pong (Pong to its own channel).
+
+Every member of the group receives every group event and ignores the ones not meant for it.
+`conversations.broadcast` is the only module that puts them on the channel layer; `parse` turns
+what arrives back into these classes. Payloads are plain JSON-able values (the Redis layer
+serializes with msgpack).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, ClassVar, TypedDict
+
+from conversations.models import Message
+
+
+class MessagePayload(TypedDict):
+    """A message as the socket's JSON protocol shows it; the same fields as the REST API's."""
+
+    id: int
+    role: str
+    content: str
+    status: str
+    engine: str
+    model: str
+    request_id: str
+    created_at: str | None
+    first_token_at: str | None
+    finished_at: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    finish_reason: str
+    ttft_ms: float | None
+    tokens_per_second: float | None
+    duration_s: float | None
+    cancel_requested_at: str | None
+    cancel_confirmed_at: str | None
+    cancel_latency_ms: float | None
+    cancelled_by: str
+    error: str
+
+
+def message_payload(message: Message) -> MessagePayload:
+    return MessagePayload(
+        id=message.pk,
+        role=message.role,
+        content=message.content,
+        status=message.status,
+        engine=message.engine,
+        model=message.model,
+        request_id=message.request_id,
+        created_at=_iso(message.created_at),
+        first_token_at=_iso(message.first_token_at),
+        finished_at=_iso(message.finished_at),
+        prompt_tokens=message.prompt_tokens,
+        completion_tokens=message.completion_tokens,
+        finish_reason=message.finish_reason,
+        ttft_ms=message.ttft_ms,
+        tokens_per_second=message.tokens_per_second,
+        duration_s=message.duration_s,
+        cancel_requested_at=_iso(message.cancel_requested_at),
+        cancel_confirmed_at=_iso(message.cancel_confirmed_at),
+        cancel_latency_ms=message.cancel_latency_ms,
+        cancelled_by=message.cancelled_by,
+        error=message.error,
+    )
+
+
+def _iso(moment: datetime | None) -> str | None:
+    """ISO 8601 in UTC with a Z, as the REST API writes times."""
+    if moment is None:
+        return None
+    text = moment.astimezone(UTC).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+@dataclass(frozen=True)
+class Event:
+    type: ClassVar[str]
+    message_id: int | None
+
+    def as_message(self) -> dict[str, Any]:
+        return {"type": self.type, **dataclasses.asdict(self)}
+
+
+# To the tabs.
+
+
+@dataclass(frozen=True)
+class Started(Event):
+    """A send was accepted: its user message and the (empty) reply, rendered without a query."""
+
+    type = "chat.started"
+    message_id: int
+    conversation_id: str
+    title: str
+    user_message: MessagePayload
+    message: MessagePayload
+
+
+@dataclass(frozen=True)
+class Delta(Event):
+    """Reply text from character `offset` on; tabs that see a gap ask for a Snapshot."""
+
+    type = "chat.delta"
+    message_id: int
+    offset: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Snapshot(Event):
+    """The reply's text so far, to the one tab that asked (Sync)."""
+
+    type = "chat.snapshot"
+    message_id: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Finished(Event):
+    """The reply is saved in its final state; `message` is that row, so tabs need no query."""
+
+    type = "chat.finished"
+    message_id: int
+    message: MessagePayload
+
+
+@dataclass(frozen=True)
+class Ping(Event):
+    """Is anyone watching? Tabs showing the reply answer with a Pong to `reply_channel`."""
+
+    type = "chat.ping"
+    message_id: int
+    reply_channel: str
+
+
+# To the generation.
+
+
+@dataclass(frozen=True)
+class Cancel(Event):
+    """Stop. `message_id` None: whichever reply of the conversation is running."""
+
+    type = "chat.cancel"
+    requested_at: float  # a Unix time: the Stop may have been pressed in another process
+    cancelled_by: str
+
+
+@dataclass(frozen=True)
+class Sync(Event):
+    """A tab that joined late or lost frames asks for a Snapshot on `reply_channel`."""
+
+    type = "chat.sync"
+    message_id: int
+    reply_channel: str
+
+
+@dataclass(frozen=True)
+class Pong(Event):
+    type = "chat.pong"
+    message_id: int
+
+
+TO_TABS: tuple[type[Event], ...] = (Started, Delta, Snapshot, Finished, Ping)
+TO_GENERATION: tuple[type[Event], ...] = (Cancel, Sync, Pong)
+_BY_TYPE = {kind.type: kind for kind in (*TO_TABS, *TO_GENERATION)}
+EVENT_TYPES = frozenset(_BY_TYPE)
+
+
+def parse(message: dict[str, Any]) -> Event:
+    """The event a channel-layer message carries; KeyError for a type not in this protocol."""
+    kind = _BY_TYPE[message["type"]]
+    return kind(**{name: value for name, value in message.items() if name != "type"})
+
+
+def handler_name(event_type: str) -> str:
+    """The consumer method Channels calls for an event type: "chat.delta" -> "chat_delta"."""
+    return event_type.replace(".", "_")
