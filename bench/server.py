@@ -150,8 +150,6 @@ class Servers:
             SECRET_KEY=SECRET_KEY,
             ALLOWED_HOSTS="127.0.0.1",
             DATABASE_URL=database_url,
-            # Reusing connections, as a deployment would; 0 opens one per database call.
-            DATABASE_CONN_MAX_AGE="60",
             CHAT_METRICS_TOKEN=self.metrics_token,
             # One bench user owns every stream; per-user limits would refuse most of them.
             CHAT_MAX_ACTIVE_PER_USER="1000000",

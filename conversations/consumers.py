@@ -33,14 +33,16 @@ logger = logging.getLogger("chatsite.socket")
 CLOSE_FORBIDDEN = 4403
 
 
-class ConversationConsumer(AsyncWebsocketConsumer):
+class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
     conversation: Conversation
     renderer: Renderer
     tab: TabState
 
     async def connect(self) -> None:
         user: AnyUser = self.scope["user"]
-        conversation = await _visible_conversation(user, self.scope["url_route"]["kwargs"]["conversation_id"])
+        conversation = await database_sync_to_async(_visible_conversation)(
+            user, self.scope["url_route"]["kwargs"]["conversation_id"]
+        )
         if conversation is None:
             # Accept first so the client sees our close code rather than a failed handshake.
             await self.accept()
@@ -193,6 +195,5 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=frame)
 
 
-@database_sync_to_async
 def _visible_conversation(user: AnyUser, conversation_id: uuid.UUID) -> Conversation | None:
     return Conversation.objects.visible_to(user).filter(pk=conversation_id).first()

@@ -106,7 +106,7 @@ class MessageQuerySet(models.QuerySet["Message"]):
         sources = set(from_)
         for source in sources:
             allowed = Message.TRANSITIONS[source]
-            if to is not None and to not in allowed or to is None and not allowed:
+            if (to is not None and to not in allowed) or (to is None and not allowed):
                 raise ValueError(f"A reply cannot go from {source} to {to or 'itself'}.")
         rows = self if pk is None else self.filter(pk=pk)
         if to is not None:

@@ -125,8 +125,8 @@ async def check(args: argparse.Namespace) -> bool:
     from django.conf import settings
     from django.contrib.auth import get_user_model
 
-    from conversations.renderers import JSON_SUBPROTOCOL
     from conversations.models import Conversation
+    from conversations.renderers import JSON_SUBPROTOCOL
     from conversations.routing import websocket_urlpatterns
 
     def make_conversation() -> Any:

@@ -15,8 +15,8 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 
 from conversations.engines import BACKENDS, get_engine, reset_engines
-from conversations.renderers import JSON_SUBPROTOCOL
 from conversations.models import Conversation
+from conversations.renderers import JSON_SUBPROTOCOL
 from conversations.routing import websocket_urlpatterns
 
 
@@ -81,6 +81,10 @@ class Socket:
     async def receive(self, timeout: float = 5) -> dict[str, Any]:
         return json.loads(await self.communicator.receive_from(timeout=timeout))
 
+    async def nothing_within(self, seconds: float) -> bool:
+        """True if the socket sends nothing for that long (the connection stays open)."""
+        return bool(await self.communicator.receive_nothing(timeout=seconds))
+
     async def receive_until(
         self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 10
     ) -> list[dict[str, Any]]:
@@ -134,7 +138,8 @@ async def connect() -> AsyncIterator[Callable[..., Any]]:
             subprotocols=[JSON_SUBPROTOCOL] if json_protocol else [],
         )
         communicator.scope["user"] = user
-        connected, code = await communicator.connect()
+        # Generous: on a busy machine the handshake (two queries) can take over asgiref's 1 s.
+        connected, code = await communicator.connect(timeout=10)
         opened.append(communicator)
         return Socket(communicator), connected, code
 

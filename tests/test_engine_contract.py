@@ -32,6 +32,7 @@ from conversations.engines.base import (
     SamplingParams,
 )
 from conversations.engines.openai import OpenAIEngine
+from conversations.engines.scripted import ScriptedEngine, ScriptedStream
 from conversations.engines.vllm import VllmEngine
 from tests import fake_vllm
 from tests.llama_server import shared_server, stop_shared_server
@@ -62,9 +63,11 @@ def _scripted(settings: Any) -> Harness:
     settings.CHAT_SCRIPTED_TOKENS = 400
     settings.CHAT_SCRIPTED_DELAY_MS = 5
     reset_engines()
-    engine: Any = get_engine("scripted")
+    engine = get_engine("scripted")
+    assert isinstance(engine, ScriptedEngine)
 
-    async def work_ended(stream: Any, _: Any) -> None:
+    async def work_ended(stream: EngineStream, _: object) -> None:
+        assert isinstance(stream, ScriptedStream)
         record = engine.records[stream.record.request_id]
         assert record.finished
         assert record.emitted_after_stop == 0

@@ -12,9 +12,9 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import connection, connections
 
-from conversations.models import Conversation, Message
 from conversations.generation.replies import reply_create
 from conversations.generation.runner import ReplyPlan
+from conversations.models import Conversation, Message
 from conversations.services.errors import DuplicateSend, ReplyInProgress
 from tests.conftest import Socket, finished
 

@@ -24,8 +24,8 @@ from django.db import connections
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from conversations.renderers import JSON_SUBPROTOCOL
 from conversations.models import Conversation, Message
+from conversations.renderers import JSON_SUBPROTOCOL
 from conversations.routing import websocket_urlpatterns
 from tests.conftest import Socket
 
@@ -213,7 +213,7 @@ def target(
             subprotocols=[JSON_SUBPROTOCOL],
         )
         communicator.scope["user"] = alice
-        connected, _ = await communicator.connect()
+        connected, _ = await communicator.connect(timeout=10)
         assert connected
         return Socket(communicator)
 

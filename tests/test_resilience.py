@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import contextlib
+import time
 from typing import Any
 
 import pytest
@@ -13,12 +13,11 @@ from channels.layers import channel_layers
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.urls import path
-from django.utils import timezone
 
 from conversations.consumers import ConversationConsumer
 from conversations.engines.scripted import scripted_token
-from conversations.renderers import JSON_SUBPROTOCOL
 from conversations.models import Message
+from conversations.renderers import JSON_SUBPROTOCOL
 from tests.conftest import Socket, finished, streamed_text
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -143,7 +142,7 @@ async def test_a_flooded_slow_consumer_still_ends_with_the_saved_text(
         app, f"/ws/conversations/{conversation.pk}/", subprotocols=[JSON_SUBPROTOCOL]
     )
     communicator.scope["user"] = alice
-    assert (await communicator.connect())[0]
+    assert (await communicator.connect(timeout=10))[0]
     socket = Socket(communicator)
     await socket.send(action="send", content="flood")
     events = await socket.receive_until(finished, timeout=60)
@@ -188,7 +187,7 @@ async def test_a_generation_cut_off_by_shutdown_is_saved_as_interrupted(
 
     scripted_engine.tokens = 10_000
     generation = await reply_start(conversation=conversation, content="go")
-    while generation.text.length < 50:  # noqa: ASYNC110 - polling its progress is the point
+    while generation.feed.text.length < 50:  # noqa: ASYNC110 - polling its progress is the point
         await asyncio.sleep(0.01)
     assert generation.task is not None
     generation.task.cancel()

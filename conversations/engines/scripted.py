@@ -12,6 +12,7 @@ import contextlib
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.conf import settings
 
@@ -82,8 +83,14 @@ class ScriptedStream(EngineStream):
             self.record.finished = True
 
     async def _abort(self) -> None:
-        self.record.stop_requested_at = time.time()  # a stop before the start never gets here
         self._halt.set()
+
+    async def stop(self) -> datetime | None:
+        # Noted for every stop(), also one that finds nothing running (before the start, or
+        # after a stall timeout already cancelled the read), so tests see that Stop was sent.
+        if self.record.stop_requested_at is None:
+            self.record.stop_requested_at = time.time()
+        return await super().stop()
 
 
 class ScriptedEngine:

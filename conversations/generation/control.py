@@ -85,7 +85,7 @@ class Control:
                 await self.generation.request_stop(stop)
             elif isinstance(event, protocol.Sync):
                 # In a task of its own: a full channel makes it wait, and cancels must not.
-                self.generation.spawn(self.generation.send_snapshot(event.reply_channel))
+                self.generation.spawn(self.generation.feed.snapshot_to(event.reply_channel))
             elif isinstance(event, protocol.Pong):
                 self.last_viewer_seen = time.monotonic()
 
@@ -107,8 +107,8 @@ class Control:
 
     async def _flush(self) -> None:
         generation = self.generation
-        length = generation.text.length
-        content = generation.text.text if length != self.flushed else None
+        length = generation.feed.text.length
+        content = generation.feed.text.text if length != self.flushed else None
         try:
             result = await database_sync_to_async(rows.flush)(
                 generation.plan.message_id, content, look_for_stop=generation.stop is None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model

@@ -48,10 +48,10 @@ def flush(message_id: int, content: str | None, *, look_for_stop: bool) -> Flush
     if content is not None:
         fields["content"] = content
     row = Message.objects.filter(pk=message_id)
-    if look_for_stop:
-        # Conditional on no recorded Stop: one query in the usual case, and a miss means "look".
-        if row.filter(cancel_requested_at__isnull=True).transition(from_=ACTIVE, to=None, **fields):
-            return FlushResult(active=True)
+    # Conditional on no recorded Stop: one query in the usual case, and a miss means "look".
+    no_stop = row.filter(cancel_requested_at__isnull=True)
+    if look_for_stop and no_stop.transition(from_=ACTIVE, to=None, **fields):
+        return FlushResult(active=True)
     if not row.transition(from_=ACTIVE, to=None, **fields):
         return FlushResult(active=False)
     if not look_for_stop:

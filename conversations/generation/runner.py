@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,11 +31,11 @@ from conversations.engines.base import (
     SamplingParams,
 )
 from conversations.generation import rows
-from conversations.generation.coalescer import Coalescer
 from conversations.generation.control import Control
+from conversations.generation.feed import Feed
 from conversations.generation.recovery import INTERRUPTED_ERROR
 from conversations.models import Message
-from conversations.protocol import Delta, Event, Finished, Snapshot, Started
+from conversations.protocol import Event, Finished, Started
 from conversations.services import prompt
 
 logger = logging.getLogger("chatsite.generation")
@@ -66,14 +66,12 @@ class Generation:
     def __init__(self, plan: ReplyPlan):
         self.plan = plan
         self.observer = metrics.GenerationObserver(plan.engine_name, plan.request_id)
-        self.text = Coalescer(settings.CHAT_COALESCE_MS / 1000)
+        self.feed = Feed(plan.message_id, self.send)
         self.control = Control(self)
         self.stream: EngineStream | None = None
         self.first_token_at: datetime | None = None
         self.stop: rows.RecordedStop | None = None  # the first Stop that reached us
         self.lost = False  # someone else settled our row: nothing we write will be kept
-        self._frame_lock = asyncio.Lock()  # deltas go out in offset order
-        self._frame_timer: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self.task: asyncio.Task[None] | None = None
 
@@ -81,7 +79,9 @@ class Generation:
     def start(cls, plan: ReplyPlan) -> Generation:
         generation = cls(plan)
         _running[plan.message_id] = generation
-        generation.task = asyncio.create_task(generation.run(), name=f"generation-{plan.request_id}")
+        generation.task = asyncio.create_task(
+            generation.run(), name=f"generation-{plan.request_id}"
+        )
         return generation
 
     def spawn(self, work: Coroutine[Any, Any, Any], name: str | None = None) -> asyncio.Task[Any]:
@@ -120,7 +120,7 @@ class Generation:
             self.stream = engine.stream(messages, params, request_id=plan.request_id)
             if self.stop_wanted:
                 await self.stream.stop()  # stopped while we were setting up
-            await self._consume(self.stream)
+            await read_deltas(self.stream, self._on_delta, stopping=lambda: self.stop_wanted)
         except (EngineError, Stalled) as exc:
             logger.warning("engine error request_id=%s: %s", plan.request_id, exc)
             return Status.ERROR, str(exc) or exc.__class__.__name__
@@ -137,73 +137,19 @@ class Generation:
     def stop_wanted(self) -> bool:
         return self.stop is not None or self.lost
 
-    async def _consume(self, stream: EngineStream) -> None:
-        """Hand every delta on; a stream that produces nothing for the stall timeout fails.
-
-        The next delta is awaited in a task of its own, so a timeout never cancels the stream
-        itself, and the stall clock runs only while the stream is not queued behind other
-        replies: a queued reply is waiting, not stalled.
-        """
-        stall = settings.CHAT_STALL_TIMEOUT_S
-        poll = min(stall / 4, 1.0)  # how often the queue is looked at
-        async with aclosing(aiter(stream)) as deltas:  # type: ignore[type-var]
-            pending: asyncio.Future[str] | None = None
-            progress_at = time.monotonic()
-            try:
-                while True:
-                    pending = pending or asyncio.ensure_future(anext(deltas))
-                    done, _ = await asyncio.wait({pending}, timeout=poll)
-                    now = time.monotonic()
-                    if not done:
-                        if stream.waiting_in_queue:
-                            progress_at = now
-                        elif now - progress_at >= stall:
-                            await stream.stop()  # bounded: a hung engine cannot hold us here
-                            raise Stalled(f"The engine produced nothing for {stall:g} seconds.")
-                        continue
-                    try:
-                        delta = pending.result()
-                    except StopAsyncIteration:
-                        return
-                    pending, progress_at = None, now
-                    if delta:
-                        await self._on_delta(delta)
-            finally:
-                if pending is not None:
-                    pending.cancel()
-                    await asyncio.wait({pending})
-                    if not pending.cancelled():
-                        pending.exception()  # seen: asyncio would log it as never retrieved
-
     async def _on_delta(self, delta: str) -> None:
         self.observer.token()
-        self.text.add(delta)
-        if self.first_token_at is None:
+        first = self.first_token_at is None
+        if first:
             self.first_token_at = datetime.now(UTC)
-            await self._send_frame()  # the first token goes out at once
+        await self.feed.add(delta)
+        if first:
             # In the background: the second token must not wait for a database round trip.
             self.spawn(
                 database_sync_to_async(rows.mark_streaming)(
                     self.plan.message_id, self.first_token_at
                 )
             )
-        elif self._frame_timer is None:
-            delay = self.text.frame_due_in(time.monotonic())
-            if delay <= 0:
-                await self._send_frame()
-            else:
-                self._frame_timer = self.spawn(self._send_frame_later(delay))
-
-    async def _send_frame_later(self, delay: float) -> None:
-        await asyncio.sleep(delay)
-        self._frame_timer = None
-        await self._send_frame()
-
-    async def _send_frame(self) -> None:
-        async with self._frame_lock:
-            frame = self.text.take_frame(time.monotonic())
-            if frame is not None:
-                await self.send(Delta(self.plan.message_id, frame.offset, frame.text))
 
     async def request_stop(self, stop: rows.RecordedStop) -> None:
         """A Stop reached us (from the group, the row, or the grace period); the first one counts."""
@@ -223,21 +169,8 @@ class Generation:
         if self.stream is not None:
             self.spawn(self.stream.stop())
 
-    async def send_snapshot(self, reply_channel: str) -> None:
-        # Taken without waiting for anything: deltas keep flowing to every other tab while this
-        # one's full channel drains, and the tab orders what it gets by offset.
-        snapshot = Snapshot(self.plan.message_id, self.text.snapshot())
-        try:
-            await broadcast.to_channel(
-                reply_channel, snapshot, attempts=broadcast.CHANNEL_FULL_ATTEMPTS
-            )
-        except Exception as exc:
-            logger.warning("snapshot failed request_id=%s: %r", self.plan.request_id, exc)
-
     async def _finish(self, status: Message.Status, error: str) -> None:
-        if self._frame_timer is not None:
-            self._frame_timer.cancel()
-        await self._send_frame()  # the saved text is exactly the text every tab was sent
+        await self.feed.send_now()  # the saved text is exactly the text every tab was sent
         stream = self.stream
         confirmed_at = None
         if status == Status.CANCELLED and stream is not None:
@@ -251,7 +184,7 @@ class Generation:
         )
         outcome = rows.Outcome(
             status=status,
-            text=self.text.text,
+            text=self.feed.text.text,
             error=error,
             first_token_at=self.first_token_at,
             result=result,
@@ -265,7 +198,7 @@ class Generation:
             "generation finished request_id=%s status=%s chars=%s",
             self.plan.request_id,
             saved["status"] if saved else "deleted",
-            self.text.length,
+            self.feed.text.length,
         )
         if saved is not None:
             await self.send(Finished(self.plan.message_id, saved))
@@ -277,6 +210,52 @@ class Generation:
             await broadcast.to_group(self.plan.group, event)
         except Exception as exc:
             logger.warning("group send failed request_id=%s: %r", self.plan.request_id, exc)
+
+
+async def read_deltas(
+    stream: EngineStream,
+    on_delta: Callable[[str], Awaitable[None]],
+    *,
+    stopping: Callable[[], bool],
+) -> None:
+    """Hand every delta on; a stream that produces nothing for the stall timeout fails.
+
+    The next delta is awaited in a task of its own, so a timeout never cancels the stream
+    itself, and the stall clock runs only while the stream is not queued behind other
+    replies: a queued reply is waiting, not stalled.
+    """
+    stall = settings.CHAT_STALL_TIMEOUT_S
+    poll = min(stall / 4, 1.0)  # how often the queue is looked at
+    async with aclosing(aiter(stream)) as deltas:
+        pending: asyncio.Future[str] | None = None
+        progress_at = time.monotonic()
+        try:
+            while True:
+                pending = pending or asyncio.ensure_future(anext(deltas))
+                done, _ = await asyncio.wait({pending}, timeout=poll)
+                now = time.monotonic()
+                if not done:
+                    if stream.waiting_in_queue:
+                        progress_at = now
+                    elif now - progress_at >= stall:
+                        await stream.stop()  # bounded: a hung engine cannot hold us here
+                        if stopping():
+                            return  # it was being stopped anyway: cancelled, not stalled
+                        raise Stalled(f"The engine produced nothing for {stall:g} seconds.")
+                    continue
+                try:
+                    delta = pending.result()
+                except StopAsyncIteration:
+                    return
+                pending, progress_at = None, now
+                if delta:
+                    await on_delta(delta)
+        finally:
+            if pending is not None:
+                pending.cancel()
+                await asyncio.wait({pending})
+                if not pending.cancelled():
+                    pending.exception()  # seen: asyncio would log it as never retrieved
 
 
 async def _prompt(plan: ReplyPlan, engine: Engine) -> list[ChatMessage]:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.layers import channel_layers, get_channel_layer
 from channels.exceptions import ChannelFull
+from channels.layers import channel_layers, get_channel_layer
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
@@ -49,14 +49,16 @@ async def test_a_reply_queued_behind_the_embedded_model_waits_instead_of_stallin
         socket, _, _ = await connect(alice, conversation.pk)
         await socket.send(action="send", content="Say hello.")
         await socket.receive_until(started)
-        # Queued for twice the stall timeout: the wall clock is what the stall timer reads.
-        await asyncio.sleep(1.0)
+        # Queued for twice the stall timeout (the stall timer reads the wall clock): no failure.
+        assert await socket.nothing_within(1.0)
+        assert (await reply_of(conversation)).status == Message.Status.PENDING
     finally:
         release.set()
+    # Stopped at once, so how fast the model is on a busy machine does not matter here.
+    await socket.send(action="cancel")
     events = await socket.receive_until(finished, timeout=60)
     reply = events[-1]["message"]
-    assert reply["status"] == "complete", reply["error"]
-    assert reply["content"]
+    assert reply["status"] in ("cancelled", "complete"), reply["error"]
 
 
 def test_start_up_refuses_an_unknown_engine_naming_the_variable(settings: Any) -> None:

@@ -1,0 +1,66 @@
+"""The reply's text on its way to the tabs: deltas in offset order, snapshots on request.
+
+The first token goes out at once; later ones wait for the coalescing interval (see Coalescer).
+A snapshot for one tab never holds back the deltas of the others: it is taken at once and
+waits for room in that tab's channel on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from django.conf import settings
+
+from conversations import broadcast
+from conversations.generation.coalescer import Coalescer
+from conversations.protocol import Delta, Event, Snapshot
+
+logger = logging.getLogger("chatsite.generation")
+
+
+class Feed:
+    def __init__(self, message_id: int, send: Callable[[Event], Awaitable[None]]):
+        self.message_id = message_id
+        self.text = Coalescer(settings.CHAT_COALESCE_MS / 1000)
+        self._send = send
+        self._lock = asyncio.Lock()  # deltas go out in offset order
+        self._timer: asyncio.Task[None] | None = None
+
+    async def add(self, delta: str) -> None:
+        self.text.add(delta)
+        if self._timer is not None:
+            return  # a frame is already scheduled; it will carry this delta too
+        delay = self.text.frame_due_in(time.monotonic())
+        if delay <= 0:
+            await self.send_now()
+        else:
+            self._timer = asyncio.create_task(self._send_later(delay))
+
+    async def send_now(self) -> None:
+        """Send what the tabs have not been sent yet (at the end: all of it)."""
+        if self._timer is not None and self._timer is not asyncio.current_task():
+            self._timer.cancel()
+            self._timer = None
+        async with self._lock:
+            frame = self.text.take_frame(time.monotonic())
+            if frame is not None:
+                await self._send(Delta(self.message_id, frame.offset, frame.text))
+
+    async def _send_later(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self._timer = None
+        await self.send_now()
+
+    async def snapshot_to(self, reply_channel: str) -> None:
+        # Taken without waiting for anything: deltas keep flowing to every other tab while this
+        # one's full channel drains, and the tab orders what it gets by offset.
+        snapshot = Snapshot(self.message_id, self.text.snapshot())
+        try:
+            await broadcast.to_channel(
+                reply_channel, snapshot, attempts=broadcast.CHANNEL_FULL_ATTEMPTS
+            )
+        except Exception as exc:
+            logger.warning("snapshot failed message=%s: %r", self.message_id, exc)
