@@ -107,15 +107,13 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
     # Group events, one handler each ("chat.delta" -> chat_delta).
 
     async def chat_started(self, message: dict[str, Any]) -> None:
-        event = protocol.parse(message)
-        assert isinstance(event, protocol.Started)
+        event = protocol.parse_as(message, protocol.Started)
         if self.tab.started(event.message_id, self._now()):
             self._watch()
             await self._send(self.renderer.started(event))
 
     async def chat_delta(self, message: dict[str, Any]) -> None:
-        event = protocol.parse(message)
-        assert isinstance(event, protocol.Delta)
+        event = protocol.parse_as(message, protocol.Delta)
         action = self.tab.delta(event.message_id, event.offset, event.text, self._now())
         if isinstance(action, AskSnapshot):
             if action.reason == "gap":
@@ -125,36 +123,28 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
             await self._send(self.renderer.delta(event.message_id, action.offset, action.text))
 
     async def chat_snapshot(self, message: dict[str, Any]) -> None:
-        event = protocol.parse(message)
-        assert isinstance(event, protocol.Snapshot)
+        event = protocol.parse_as(message, protocol.Snapshot)
         text = self.tab.snapshot(event.message_id, event.text, self._now())
         if text is not None:
             await self._send(self.renderer.snapshot(event.message_id, text))
 
     async def chat_finished(self, message: dict[str, Any]) -> None:
-        event = protocol.parse(message)
-        assert isinstance(event, protocol.Finished)
+        event = protocol.parse_as(message, protocol.Finished)
         if self.tab.finished(event.message_id):
             await self._send(self.renderer.finished(event.message))
 
     async def chat_ping(self, message: dict[str, Any]) -> None:
-        event = protocol.parse(message)
-        assert isinstance(event, protocol.Ping)
+        event = protocol.parse_as(message, protocol.Ping)
         self.tab.pinged(event.message_id, self._now())
         try:
             await broadcast.to_channel(event.reply_channel, protocol.Pong(event.message_id))
         except Exception as exc:  # a full or unreachable channel: the next ping tries again
             logger.warning("pong failed: %r", exc)
 
-    # Events meant for the generation; every member of the group receives them.
-    async def chat_cancel(self, message: dict[str, Any]) -> None:
-        pass
+    async def _for_the_generation(self, message: dict[str, Any]) -> None:
+        """Every member of the group receives the generation's events too; tabs ignore them."""
 
-    async def chat_sync(self, message: dict[str, Any]) -> None:
-        pass
-
-    async def chat_pong(self, message: dict[str, Any]) -> None:
-        pass
+    chat_cancel = chat_sync = chat_pong = _for_the_generation
 
     async def _ask_snapshot(self, message_id: int) -> None:
         self.tab.resync(message_id, self._now())

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, ClassVar, TypedDict
+from typing import Any, ClassVar, TypedDict, TypeVar
 
 from conversations.models import Message
 
@@ -170,6 +170,8 @@ class Pong(Event):
     message_id: int
 
 
+E = TypeVar("E", bound=Event)
+
 TO_TABS: tuple[type[Event], ...] = (Started, Delta, Snapshot, Finished, Ping)
 TO_GENERATION: tuple[type[Event], ...] = (Cancel, Sync, Pong)
 _BY_TYPE = {kind.type: kind for kind in (*TO_TABS, *TO_GENERATION)}
@@ -180,6 +182,14 @@ def parse(message: dict[str, Any]) -> Event:
     """The event a channel-layer message carries; KeyError for a type not in this protocol."""
     kind = _BY_TYPE[message["type"]]
     return kind(**{name: value for name, value in message.items() if name != "type"})
+
+
+def parse_as(message: dict[str, Any], kind: type[E]) -> E:
+    """parse() for a handler that knows which event it was given."""
+    event = parse(message)
+    if not isinstance(event, kind):
+        raise TypeError(f"expected {kind.type}, got {message['type']}")
+    return event
 
 
 def handler_name(event_type: str) -> str:

@@ -69,6 +69,7 @@ async def test_it_closes_a_stranger_s_session_socket_with_4403(
     )
     await socket.connect()
     assert (await socket.receive_output(timeout=2))["code"] == 4403
+    await socket.disconnect()  # ends the consumer, which would otherwise wait on the layer
 
 
 def test_bad_environment_values_fail_with_a_message_naming_the_variable(monkeypatch: Any) -> None:
