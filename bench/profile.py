@@ -59,7 +59,7 @@ def summarize(raw: Path, top: int = 15) -> dict[str, Any]:
 
 
 def _name(frame: str) -> str:
-    """'Generation._send_frame (conversations/services/generation.py:281)' -> name and file."""
+    """'Feed.send_now (conversations/generation/feed.py:44)' -> name and file."""
     function, _, where = frame.partition(" (")
     path = where.rsplit(":", 1)[0]
     return f"{function} ({'/'.join(path.split('/')[-2:])})" if path else function

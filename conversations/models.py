@@ -1,5 +1,6 @@
 import uuid
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any, ClassVar
 
 from django.conf import settings
@@ -8,9 +9,11 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 
+from conversations.types import AnyUser
+
 
 class ConversationQuerySet(models.QuerySet["Conversation"]):
-    def visible_to(self, user: Any) -> "ConversationQuerySet":
+    def visible_to(self, user: AnyUser) -> "ConversationQuerySet":
         if not user.is_authenticated:
             return self.none()
         return self.filter(owner=user)
@@ -26,7 +29,9 @@ class ConversationQuerySet(models.QuerySet["Conversation"]):
         )
         return self.filter(Q(title__icontains=text) | models.Exists(in_messages))
 
-    def in_range(self, since: Any = None, until: Any = None) -> "ConversationQuerySet":
+    def in_range(
+        self, since: datetime | None = None, until: datetime | None = None
+    ) -> "ConversationQuerySet":
         """Conversations last active in [since, until); either bound may be None."""
         queryset = self
         if since is not None:
@@ -221,7 +226,7 @@ class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
     def active(self) -> "ApiTokenQuerySet":
         return self.filter(revoked_at__isnull=True)
 
-    def owned_by(self, user: Any) -> "ApiTokenQuerySet":
+    def owned_by(self, user: AnyUser) -> "ApiTokenQuerySet":
         if not user.is_authenticated:
             return self.none()
         return self.filter(user=user)

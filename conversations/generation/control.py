@@ -77,7 +77,11 @@ class Control:
                 await asyncio.sleep(0.5)
                 await self._join_group()
                 continue
-            event = protocol.parse(message)
+            try:
+                event = protocol.parse(message)
+            except (KeyError, TypeError):  # not ours (another version of chatsite, mid-deploy)
+                logger.warning("ignored an unknown group message: %r", message.get("type"))
+                continue
             if event.message_id not in (None, mine):
                 continue
             if isinstance(event, protocol.Cancel):

@@ -8,6 +8,7 @@ writer learns that it lost.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -87,7 +88,7 @@ class Outcome:
     stop_confirmed_at: datetime | None = None
 
 
-def finish(conversation_id: Any, message_id: int, outcome: Outcome) -> MessagePayload | None:
+def finish(conversation_id: uuid.UUID, message_id: int, outcome: Outcome) -> MessagePayload | None:
     """Save the final state; return the row as it now is (ours, or the winner's if we lost).
 
     None if the row is gone (its conversation was deleted).

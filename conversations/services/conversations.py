@@ -1,18 +1,18 @@
 """Writes on conversations that are not about generating a reply."""
 
 import time
-from typing import Any
 
 from django.db import transaction
 
 from conversations import broadcast
 from conversations.models import Conversation
 from conversations.protocol import Cancel
+from conversations.types import User
 
 MAX_TITLE = 200
 
 
-def conversation_create(*, owner: Any, title: str = "") -> Conversation:
+def conversation_create(*, owner: User, title: str = "") -> Conversation:
     return Conversation.objects.create(owner=owner, title=title.strip()[:MAX_TITLE])
 
 

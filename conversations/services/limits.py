@@ -1,17 +1,17 @@
 """Per-user limits on sends, checked before a reply is created."""
 
 from datetime import timedelta
-from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
 from conversations.models import Conversation, Message
 from conversations.services.errors import DuplicateSend, RateLimited, TooManyActive
+from conversations.types import User
 
 
 def check_send_allowed(
-    user: Any, *, conversation: Conversation | None = None, idempotency_key: str = ""
+    user: User, *, conversation: Conversation | None = None, idempotency_key: str = ""
 ) -> None:
     """Raise RateLimited if this user may not start another reply now.
 
