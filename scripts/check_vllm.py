@@ -15,8 +15,8 @@ vLLM refreshes that gauge on engine steps; an idle engine may leave it at its la
 after the stop the script polls it for a few seconds and, if it still shows a request, sends
 one more short reply (an engine step) and reads it again.
 
---stand-in runs the same steps against tests/fake_vllm.py instead (no GPU, no vllm package;
-it checks this script, not vLLM).
+--stand-in runs the same steps against tests/support/fake_vllm.py instead (no GPU, no vllm
+package; it checks this script, not vLLM).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def configure(args: argparse.Namespace) -> None:
     call_command("migrate", verbosity=0)
     if args.stand_in:
         from conversations.engines import vllm as backend
-        from tests import fake_vllm
+        from tests.support import fake_vllm
 
         stand_in = type("AsyncLLM", (fake_vllm.AsyncLLM,), {"reply_tokens": 10_000})
         backend.import_vllm = lambda: fake_vllm.api(stand_in)  # type: ignore[assignment]
@@ -213,7 +213,7 @@ def main() -> None:
     parser.add_argument(
         "--load-timeout", type=float, default=900, help="seconds for the model to load"
     )
-    parser.add_argument("--stand-in", action="store_true", help="use tests/fake_vllm.py")
+    parser.add_argument("--stand-in", action="store_true", help="use tests/support/fake_vllm.py")
     args = parser.parse_args()
     configure(args)
     sys.exit(0 if asyncio.run(check(args)) else 1)

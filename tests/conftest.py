@@ -1,23 +1,18 @@
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from channels.db import database_sync_to_async
 from channels.layers import channel_layers
-from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
-from django.db import connections
 
 from conversations.engines import BACKENDS, get_engine, reset_engines
 from conversations.models import Conversation
-from conversations.renderers import JSON_SUBPROTOCOL
-from conversations.routing import websocket_urlpatterns
+from tests.support.db import close_worker_connections
+from tests.support.sockets import Socket, conversation_communicator
 
 
 @pytest.fixture(autouse=True)
@@ -69,75 +64,15 @@ def conversation(alice: Any) -> Conversation:
     return Conversation.objects.create(owner=alice, title="Alice's chat")
 
 
-class Socket:
-    """A test client of the conversation socket speaking the JSON subprotocol."""
-
-    def __init__(self, communicator: WebsocketCommunicator):
-        self.communicator = communicator
-
-    async def send(self, **frame: Any) -> None:
-        await self.communicator.send_to(text_data=json.dumps(frame))
-
-    async def receive(self, timeout: float = 5) -> dict[str, Any]:
-        return json.loads(await self.communicator.receive_from(timeout=timeout))
-
-    async def nothing_within(self, seconds: float) -> bool:
-        """True if the socket sends nothing for that long (the connection stays open)."""
-        return bool(await self.communicator.receive_nothing(timeout=seconds))
-
-    async def receive_until(
-        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 10
-    ) -> list[dict[str, Any]]:
-        """Every event up to and including the first that matches."""
-        events: list[dict[str, Any]] = []
-        async with asyncio.timeout(timeout):
-            while True:
-                event = await self.receive(timeout=timeout)
-                events.append(event)
-                if predicate(event):
-                    return events
-
-    async def close(self) -> None:
-        await self.communicator.disconnect()
-
-
-def finished(event: dict[str, Any]) -> bool:
-    return event["type"] == "message.finished"
-
-
-def started(event: dict[str, Any]) -> bool:
-    return event["type"] == "message.started"
-
-
-def is_delta(event: dict[str, Any]) -> bool:
-    return event["type"] == "message.delta"
-
-
-def streamed_text(events: list[dict[str, Any]]) -> str:
-    """The reply text as a client assembles it from snapshots and offset deltas."""
-    text = ""
-    for event in events:
-        if event["type"] == "message.snapshot":
-            text = event["text"]
-        elif event["type"] == "message.delta":
-            assert event["offset"] == len(text), "a delta must start where the text so far ends"
-            text += event["text"]
-    return text
-
-
 @pytest.fixture
 async def connect() -> AsyncIterator[Callable[..., Any]]:
+    """Opens sockets on the consumer in this process; closes them when the test ends."""
     opened: list[WebsocketCommunicator] = []
 
     async def _connect(
         user: Any, conversation_id: Any, *, json_protocol: bool = True
     ) -> tuple[Socket, bool, int | None]:
-        communicator = WebsocketCommunicator(
-            URLRouter(websocket_urlpatterns),
-            f"/ws/conversations/{conversation_id}/",
-            subprotocols=[JSON_SUBPROTOCOL] if json_protocol else [],
-        )
-        communicator.scope["user"] = user
+        communicator = conversation_communicator(user, conversation_id, json_protocol=json_protocol)
         # Generous: on a busy machine the handshake (two queries) can take over asgiref's 1 s.
         connected, code = await communicator.connect(timeout=10)
         opened.append(communicator)
@@ -147,6 +82,4 @@ async def connect() -> AsyncIterator[Callable[..., Any]]:
     for communicator in opened:
         with contextlib.suppress(Exception):
             await communicator.disconnect()
-    # Close the connection of asgiref's worker thread, where this test's queries ran: left open
-    # on PostgreSQL, it keeps the test database from being dropped at the end of the run.
-    await database_sync_to_async(connections.close_all)()
+    await close_worker_connections()

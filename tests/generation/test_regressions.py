@@ -24,8 +24,8 @@ from conversations.engines.llamacpp import LlamaCppEngine
 from conversations.generation import rows
 from conversations.models import Conversation, Message
 from conversations.protocol import Sync
-from tests.conftest import finished, is_delta, started, streamed_text
 from tests.support.replies import reply_of, wait_for_reply
+from tests.support.sockets import finished, is_delta, started, streamed_text
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

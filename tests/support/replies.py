@@ -24,6 +24,14 @@ def latest_reply(conversation: Any) -> Message | None:
 reply_of = database_sync_to_async(latest_reply)
 
 
+def only_reply(conversation: Any) -> Message:
+    """The conversation's one reply; raises if it has none or several."""
+    return conversation.messages.get(role=Message.Role.ASSISTANT)  # type: ignore[no-any-return]
+
+
+only_reply_of = database_sync_to_async(only_reply)
+
+
 async def wait_for_reply(
     conversation: Any, predicate: Callable[[Message], bool], timeout: float = 10
 ) -> Message:

@@ -1,5 +1,5 @@
-"""The vllm engine against the stand-in of vLLM's AsyncLLM (tests/fake_vllm.py), and, where the
-vllm package is installed, a check that the real classes and signatures we call exist."""
+"""The vllm engine against the stand-in of vLLM's AsyncLLM (tests/support/fake_vllm.py), and,
+where the vllm package is installed, a check that the real classes and signatures we call exist."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from conversations.engines import get_engine, reset_engines
 from conversations.engines import vllm as vllm_backend
 from conversations.engines.base import ChatMessage, EngineError, FinishReason, SamplingParams
 from conversations.models import Message
-from tests import fake_vllm
-from tests.conftest import finished, streamed_text
+from tests.support import fake_vllm
+from tests.support.sockets import finished, streamed_text
 
 BOUND = 20.0  # keeps a broken engine from hanging the suite; not a speed requirement
 CHAT = [ChatMessage("system", "Be brief."), ChatMessage("user", "Hello there")]

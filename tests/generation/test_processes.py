@@ -12,18 +12,17 @@ import pytest
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from conversations.engines.scripted import scripted_token
 from conversations.models import Message
-from tests.conftest import finished, streamed_text
-from tests.servers import (
+from tests.support.replies import full_reply, only_reply_of, wait_until_settled
+from tests.support.servers import (
     ROOT,
-    LiveSocket,
     free_port,
     open_socket,
     server_env,
     servers,
     session_cookie,
 )
+from tests.support.sockets import LiveSocket, finished, streamed_text
 
 pytestmark = [
     pytest.mark.processes,
@@ -33,14 +32,6 @@ pytestmark = [
         reason="needs REDIS_URL and a PostgreSQL DATABASE_URL (several processes share them)",
     ),
 ]
-
-
-def reply_of(conversation: Any) -> Message:
-    return conversation.messages.get(role=Message.Role.ASSISTANT)
-
-
-def full_reply(tokens: int) -> str:
-    return "".join(scripted_token(i) for i in range(tokens))
 
 
 async def test_a_cancel_through_one_process_stops_a_reply_running_in_another(
@@ -62,7 +53,7 @@ async def test_a_cancel_through_one_process_stops_a_reply_running_in_another(
 
     assert events_a[-1]["message"]["status"] == "cancelled"
     assert events_b[-1]["message"]["status"] == "cancelled"
-    row = await database_sync_to_async(reply_of)(conversation)
+    row = await only_reply_of(conversation)
     assert row.status == Message.Status.CANCELLED
     assert 0 < row.completion_tokens < 2000, "the engine stopped long before the end"
     assert row.content == full_reply(row.completion_tokens)
@@ -84,7 +75,7 @@ async def test_a_tab_joining_another_process_mid_reply_sees_it_exactly_once(
 
     assert late[0]["type"] == "message.snapshot" and len(late[0]["text"]) > 200
     assert streamed_text(late) == full_reply(150)
-    row = await database_sync_to_async(reply_of)(conversation)
+    row = await only_reply_of(conversation)
     assert row.status == Message.Status.COMPLETE and row.content == full_reply(150)
 
 
@@ -108,7 +99,7 @@ async def test_a_killed_process_leaves_its_flushed_text_and_an_interrupted_reply
             await asyncio.sleep(0.5)  # at least one flush after what we saw
             a.kill()
 
-    row = await database_sync_to_async(reply_of)(conversation)
+    row = await only_reply_of(conversation)
     assert row.status == Message.Status.STREAMING, "nothing settled it yet: the process is gone"
     assert row.content.startswith(seen), "what the user saw was flushed before the kill"
     assert row.content == full_reply(len(row.content.split()))
@@ -121,7 +112,7 @@ async def test_a_killed_process_leaves_its_flushed_text_and_an_interrupted_reply
     stdout, _ = await command.communicate()
     assert command.returncode == 0
     assert "1 reply(s) marked interrupted" in stdout.decode()
-    row = await database_sync_to_async(reply_of)(conversation)
+    row = await only_reply_of(conversation)
     assert row.status == Message.Status.INTERRUPTED
     assert row.content.startswith(seen)
 
@@ -148,7 +139,7 @@ async def test_a_restarted_process_marks_replies_of_a_dead_one_interrupted(
     await asyncio.sleep(1.2)
     started = time.monotonic()
     with servers(1, tmp_path, **overrides):
-        row = await database_sync_to_async(reply_of)(conversation)
+        row = await only_reply_of(conversation)
     assert row.status == Message.Status.INTERRUPTED, (
         f"settled at start-up ({time.monotonic() - started:.1f}s)"
     )
@@ -193,14 +184,3 @@ async def test_a_redis_restart_mid_reply_loses_nothing(
     finally:
         redis.kill()
         await redis.wait()
-
-
-async def wait_until_settled(conversation: Any, timeout: float = 30) -> Message:
-    async with asyncio.timeout(timeout):
-        while True:
-            row = await database_sync_to_async(
-                lambda: conversation.messages.filter(role=Message.Role.ASSISTANT).last()
-            )()
-            if not row.is_active:
-                return row
-            await asyncio.sleep(0.1)

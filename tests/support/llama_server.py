@@ -7,25 +7,17 @@ away mid-stream, which is how tests see, from the server's side, that Stop reach
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
 import psutil
 
 from conversations.engines.llamacpp import embedded_model_path
+from tests.support.servers import answers, free_port, wait_until_serving
 
 DISCONNECT_LINE = "Disconnected from client"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class LlamaServer:
@@ -61,17 +53,14 @@ class LlamaServer:
         self.ps = psutil.Process(self.process.pid)
 
     def wait_ready(self, timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"llama.cpp's server exited:\n{self.log()[-2000:]}")
-            try:
-                if httpx.get(f"{self.base_url}/models", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"llama.cpp's server did not start:\n{self.log()[-2000:]}")
+        wait_until_serving(
+            self.process,
+            answers(f"{self.base_url}/models"),
+            name="llama.cpp's server",
+            log=lambda: self.log()[-2000:],
+            timeout=timeout,
+            interval=0.2,
+        )
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")

@@ -16,7 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from chatsite.env import env_bool, env_float, env_int
 from conversations.renderers import JSON_SUBPROTOCOL
-from tests.servers import ROOT, session_cookie
+from tests.support.servers import ROOT, session_cookie
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -11,30 +11,15 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.layers import channel_layers
 from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 from django.urls import path
 
 from conversations.consumers import ConversationConsumer
 from conversations.engines.scripted import scripted_token
 from conversations.models import Message
-from conversations.renderers import JSON_SUBPROTOCOL
-from tests.conftest import Socket, finished, streamed_text
+from tests.support.replies import full_reply, reply_of, wait_for_status
+from tests.support.sockets import Socket, conversation_communicator, finished, streamed_text
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-
-@database_sync_to_async
-def reply_of(conversation: Any) -> Message:
-    return conversation.messages.filter(role=Message.Role.ASSISTANT).last()
-
-
-async def wait_for_status(conversation: Any, *statuses: str, timeout: float = 10) -> Message:
-    async with asyncio.timeout(timeout):
-        while True:
-            row = await reply_of(conversation)
-            if row is not None and row.status in statuses:
-                return row
-            await asyncio.sleep(0.05)
 
 
 @pytest.fixture
@@ -78,7 +63,7 @@ async def test_a_viewer_back_within_the_grace_period_keeps_the_reply_going(
     back, _, _ = await connect(alice, conversation.pk)
     events = await back.receive_until(finished, timeout=20)
     assert events[-1]["message"]["status"] == "complete"
-    assert streamed_text(events) == "".join(scripted_token(i) for i in range(120))
+    assert streamed_text(events) == full_reply(120)
 
 
 async def test_an_engine_failure_is_an_error_in_every_tab_and_the_text_is_kept(
@@ -93,7 +78,7 @@ async def test_an_engine_failure_is_an_error_in_every_tab_and_the_text_is_kept(
         message = events[-1]["message"]
         assert message["status"] == "error"
         assert message["error"] == "The scripted engine failed on purpose."
-        assert message["content"] == "".join(scripted_token(i) for i in range(5))
+        assert message["content"] == full_reply(5)
 
     scripted_engine.fail_after = None
     await first.send(action="send", content="again")
@@ -138,10 +123,7 @@ async def test_a_flooded_slow_consumer_still_ends_with_the_saved_text(
     scripted_engine.delay_s = 0.001
 
     app = URLRouter([path("ws/conversations/<uuid:conversation_id>/", SlowConsumer.as_asgi())])
-    communicator = WebsocketCommunicator(
-        app, f"/ws/conversations/{conversation.pk}/", subprotocols=[JSON_SUBPROTOCOL]
-    )
-    communicator.scope["user"] = alice
+    communicator = conversation_communicator(alice, conversation.pk, application=app)
     assert (await communicator.connect(timeout=10))[0]
     socket = Socket(communicator)
     await socket.send(action="send", content="flood")

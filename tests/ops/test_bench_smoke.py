@@ -6,7 +6,6 @@ Only the report's shape is checked; the figures belong to `make bench`, not to C
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,15 +13,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.servers import ROOT, free_port
+
 pytestmark = [pytest.mark.processes, pytest.mark.timeout(170)]
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def assert_percentiles(summary: dict[str, Any], n: int) -> None:

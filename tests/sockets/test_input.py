@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
-from django.db import connection, connections
+from django.db import connection
 
 from conversations.generation.replies import reply_create
 from conversations.generation.runner import ReplyPlan
 from conversations.models import Conversation, Message
 from conversations.services.errors import DuplicateSend, ReplyInProgress
-from tests.conftest import Socket, finished
+from tests.support.db import close_worker_connections
+from tests.support.sockets import Socket, finished
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -32,10 +33,7 @@ def quick_replies(settings: Any, scripted_engine: Any) -> None:
 @pytest.fixture(autouse=True)
 async def close_db_connections() -> AsyncIterator[None]:
     yield
-    # The test's own queries run on asgiref's one worker thread, and channels' cleanup there
-    # sometimes left that connection open; on PostgreSQL it then keeps the test database from
-    # being dropped at the end of the run.
-    await database_sync_to_async(connections.close_all)()
+    await close_worker_connections()
 
 
 @database_sync_to_async

@@ -13,7 +13,8 @@ from conversations.engines.base import ChatMessage
 from conversations.engines.scripted import scripted_token
 from conversations.models import Conversation, Message
 from conversations.services.prompt import fit_to_context, load_history
-from tests.conftest import finished, streamed_text
+from tests.support.replies import full_reply, only_reply_of
+from tests.support.sockets import finished, streamed_text
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -33,7 +34,7 @@ async def test_the_first_token_goes_out_alone_and_later_ones_are_coalesced(
     deltas = [e for e in events if e["type"] == "message.delta"]
     assert deltas[0]["text"] == scripted_token(0), "the first token is not held back"
     assert len(deltas) < 30, f"300 tokens came in {len(deltas)} frames"
-    assert streamed_text(events) == "".join(scripted_token(i) for i in range(300))
+    assert streamed_text(events) == full_reply(300)
 
 
 async def test_partial_text_is_in_the_database_while_streaming(
@@ -46,7 +47,7 @@ async def test_partial_text_is_in_the_database_while_streaming(
     await socket.send(action="send", content="go")
     await socket.receive_until(lambda e: e["type"] == "message.delta" and e["offset"] > 100)
     await asyncio.sleep(0.3)
-    row = await database_sync_to_async(conversation.messages.get)(role=Message.Role.ASSISTANT)
+    row = await only_reply_of(conversation)
     assert row.status == Message.Status.STREAMING
     assert len(row.content) > 100 and row.heartbeat_at is not None
     await socket.send(action="cancel")

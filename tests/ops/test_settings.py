@@ -6,13 +6,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.servers import ROOT
+
 PRINT_DATABASE = (
     "import json, chatsite.settings as s; print(json.dumps(s.DATABASES['default'], default=str))"
 )

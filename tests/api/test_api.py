@@ -10,8 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from asgiref.sync import sync_to_async
-from django.db import connection, connections
+from django.db import connection
 from django.test import AsyncClient, Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -21,6 +20,7 @@ from conversations.api import exports
 from conversations.api.serializers import message_data
 from conversations.api.tokens import api_token_create, key_hash
 from conversations.models import ApiToken, Conversation, Message
+from tests.support.db import close_worker_connections
 
 TIMESTAMPS = (
     "created_at",
@@ -360,9 +360,7 @@ async def test_it_streams_json_lines_under_asgi_without_buffering(
             assert response.is_async
             body = b"".join([chunk async for chunk in response.streaming_content])
         finally:
-            # The test client keeps the worker thread's connection open, which a server would
-            # close at the end of the request; left open, the test database cannot be dropped.
-            await sync_to_async(connections.close_all, thread_sensitive=True)()
+            await close_worker_connections()
 
     (line,) = [json.loads(text) for text in body.decode().splitlines()]
     assert line["id"] == str(history.pk)

@@ -12,7 +12,7 @@ from channels.db import database_sync_to_async
 from conversations.engines import get_engine, reset_engines
 from conversations.engines.base import ChatMessage, FinishReason, SamplingParams
 from conversations.models import Message
-from tests.conftest import finished, streamed_text
+from tests.support.sockets import finished, streamed_text
 
 pytestmark = [pytest.mark.model, pytest.mark.django_db(transaction=True)]
 

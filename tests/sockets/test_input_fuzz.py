@@ -18,16 +18,13 @@ from typing import Any, TypeVar
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 from django.db import connections
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from conversations.models import Conversation, Message
-from conversations.renderers import JSON_SUBPROTOCOL
-from conversations.routing import websocket_urlpatterns
-from tests.conftest import Socket
+from tests.support.db import close_worker_connections
+from tests.support.sockets import Socket, conversation_communicator
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -207,12 +204,7 @@ def target(
     scripted_engine.delay_s = 0
 
     async def open_socket() -> Socket:
-        communicator = WebsocketCommunicator(
-            URLRouter(websocket_urlpatterns),
-            f"/ws/conversations/{conversation.pk}/",
-            subprotocols=[JSON_SUBPROTOCOL],
-        )
-        communicator.scope["user"] = alice
+        communicator = conversation_communicator(alice, conversation.pk)
         connected, _ = await communicator.connect(timeout=10)
         assert connected
         return Socket(communicator)
@@ -223,9 +215,7 @@ def target(
     crashed = socket.communicator.future.done()
     with contextlib.suppress(Exception):
         runner.run(socket.communicator.disconnect())
-    # The queries ran on asgiref's one worker thread; a connection left open there keeps
-    # PostgreSQL from dropping the test database at the end of the run.
-    runner.run(database_sync_to_async(connections.close_all)())
+    runner.run(close_worker_connections())
     runner.close()
     assert not crashed, "the consumer stopped"
 

@@ -8,20 +8,11 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
-from conversations.engines.scripted import scripted_token
 from conversations.models import Message
-from tests.conftest import finished, streamed_text
+from tests.support.replies import full_reply, only_reply_of
+from tests.support.sockets import finished, streamed_text
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-
-def full_reply(tokens: int) -> str:
-    return "".join(scripted_token(i) for i in range(tokens))
-
-
-@database_sync_to_async
-def reply_row(conversation: Any) -> Message:
-    return conversation.messages.get(role=Message.Role.ASSISTANT)
 
 
 async def test_it_streams_a_reply_and_saves_it(connect: Any, alice: Any, conversation: Any) -> None:
@@ -37,7 +28,7 @@ async def test_it_streams_a_reply_and_saves_it(connect: Any, alice: Any, convers
     assert streamed_text(events) == full_reply(40)
     assert events[-1]["message"]["status"] == "complete"
 
-    row = await reply_row(conversation)
+    row = await only_reply_of(conversation)
     assert row.status == Message.Status.COMPLETE
     assert row.content == full_reply(40)
     assert row.completion_tokens == 40
@@ -62,7 +53,7 @@ async def test_it_cancels_from_another_tab(
 
     for events in (first_events, second_events):
         assert events[-1]["message"]["status"] == "cancelled"
-    row = await reply_row(conversation)
+    row = await only_reply_of(conversation)
     assert row.status == Message.Status.CANCELLED
     assert 0 < row.completion_tokens < 1000
     assert row.content == full_reply(row.completion_tokens)

@@ -1,31 +1,79 @@
-"""Real daphne processes for tests that need several processes, crashes or a live server."""
+"""Servers in other processes: a free port, waiting until one serves, and real daphne processes
+for tests that need several processes, crashes or a live server."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 from django.conf import settings
 from django.test import Client
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import connect
 
-ROOT = Path(__file__).resolve().parent.parent
+from conversations.renderers import JSON_SUBPROTOCOL
+
+# The repository's root: servers, manage.py and `python -m bench` run from there.
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def accepts_connections(port: int) -> Callable[[], bool]:
+    """Ready when something listens on the loopback port."""
+
+    def ready() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        except OSError:
+            return False
+        return True
+
+    return ready
+
+
+def answers(url: str) -> Callable[[], bool]:
+    """Ready when a GET of the URL answers 200."""
+
+    def ready() -> bool:
+        try:
+            return httpx.get(url, timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    return ready
+
+
+def wait_until_serving(
+    process: subprocess.Popen[bytes],
+    ready: Callable[[], bool],
+    *,
+    name: str,
+    log: Callable[[], str],
+    timeout: float = 30,
+    interval: float = 0.1,
+) -> None:
+    """Wait until `ready()`; fail at once, with the server's log, if the process exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited with {process.returncode}:\n{log()}")
+        if ready():
+            return
+        time.sleep(interval)
+    raise TimeoutError(f"{name} did not start within {timeout:.0f} s:\n{log()}")
 
 
 def database_url() -> str:
@@ -63,16 +111,13 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def wait_ready(self, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"daphne exited early:\n{self.log.read_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        raise TimeoutError(f"daphne did not start:\n{self.log.read_text()}")
+        wait_until_serving(
+            self.process,
+            accepts_connections(self.port),
+            name="daphne",
+            log=self.log.read_text,
+            timeout=timeout,
+        )
 
     def kill(self) -> None:
         """kill -9: no cleanup, like a crashed or OOM-killed process."""
@@ -126,32 +171,10 @@ def session_cookie(user: Any) -> str:
     return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
 
 
-class LiveSocket:
-    """A JSON-protocol client of a live server's conversation socket."""
-
-    def __init__(self, connection: ClientConnection):
-        self.connection = connection
-
-    async def send(self, **frame: Any) -> None:
-        await self.connection.send(json.dumps(frame))
-
-    async def receive(self, timeout: float = 10) -> dict[str, Any]:
-        return json.loads(await asyncio.wait_for(self.connection.recv(), timeout))
-
-    async def receive_until(self, predicate: Any, timeout: float = 20) -> list[dict[str, Any]]:
-        events: list[dict[str, Any]] = []
-        deadline = time.monotonic() + timeout
-        while True:
-            event = await self.receive(timeout=max(0.1, deadline - time.monotonic()))
-            events.append(event)
-            if predicate(event):
-                return events
-
-
 def open_socket(server: ServerProcess, conversation_id: Any, cookie: str) -> Any:
     return connect(
         f"ws://127.0.0.1:{server.port}/ws/conversations/{conversation_id}/",
-        subprotocols=["chatsite.v1.json"],  # type: ignore[list-item]
+        subprotocols=[JSON_SUBPROTOCOL],  # type: ignore[list-item]
         additional_headers={"Cookie": cookie, "Origin": server.origin},
         open_timeout=10,
     )

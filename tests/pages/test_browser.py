@@ -15,25 +15,23 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-from conversations.engines.scripted import scripted_token
+from tests.support.replies import full_reply
+from tests.support.servers import ROOT, answers, wait_until_serving
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 TOKENS = 400
-FULL_REPLY = "".join(scripted_token(i) for i in range(TOKENS)).strip()
+FULL_REPLY = full_reply(TOKENS).strip()
 PASSWORDS = {"alice": "alice-password", "charlie": "charlie-password"}
 
 # Runs in the server's environment: the schema, the static files, and the test's data.
@@ -135,7 +133,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         listener.close()
         base = f"http://127.0.0.1:{port}"
         try:
-            wait_until_serving(base, process, tmp / "daphne.log")
+            wait_until_serving(
+                process,
+                answers(f"{base}/accounts/login/"),
+                name="daphne",
+                log=(tmp / "daphne.log").read_text,
+                interval=0.2,
+            )
             yield Server(base=base, port=port, alice_conversation=data["alice_conversation"])
         finally:
             process.terminate()
@@ -145,18 +149,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
                 process.kill()
                 process.wait()
             log.close()
-
-
-def wait_until_serving(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"daphne exited with {process.returncode}:\n{log.read_text()}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{base}/accounts/login/", timeout=2).status_code == 200:
-                return
-        time.sleep(0.2)
-    pytest.fail(f"daphne did not answer within 30 s:\n{log.read_text()}")
 
 
 @pytest.fixture(scope="module")

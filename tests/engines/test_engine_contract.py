@@ -34,8 +34,8 @@ from conversations.engines.base import (
 from conversations.engines.openai import OpenAIEngine
 from conversations.engines.scripted import ScriptedEngine, ScriptedStream
 from conversations.engines.vllm import VllmEngine
-from tests import fake_vllm
-from tests.llama_server import shared_server, stop_shared_server
+from tests.support import fake_vllm
+from tests.support.llama_server import shared_server, stop_shared_server
 
 BOUND = 20.0
 CHAT = [

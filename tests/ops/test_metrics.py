@@ -13,7 +13,7 @@ from channels.db import database_sync_to_async
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import finished
+from tests.support.sockets import finished
 
 TOKEN = "scraper-token-for-tests"
 

@@ -18,8 +18,9 @@ from conversations.engines import get_engine, reset_engines
 from conversations.engines.base import ChatMessage, EngineError, FinishReason, SamplingParams
 from conversations.engines.openai import OpenAIEngine
 from conversations.models import Message
-from tests.conftest import finished, streamed_text
-from tests.llama_server import free_port, shared_server, stop_shared_server
+from tests.support.llama_server import shared_server, stop_shared_server
+from tests.support.servers import free_port
+from tests.support.sockets import finished, streamed_text
 
 BOUND = 20.0  # keeps a broken engine from hanging the suite; not a speed requirement
 CHAT = [ChatMessage("user", "Say hello.")]
