@@ -269,16 +269,18 @@ async def test_the_first_send_loads_the_model_without_holding_the_users_row(
     seen: list[bool] = []
 
     def row_is_free() -> bool:
-        with transaction.atomic():
-            users = get_user_model().objects.filter(pk=alice.pk)
-            if connection.features.has_select_for_update_nowait:
-                users = users.select_for_update(nowait=True)
-            try:
+        """From another connection: can alice's row be locked (PostgreSQL) or written now?"""
+        try:
+            with transaction.atomic():
+                users = get_user_model().objects.filter(pk=alice.pk)
+                if connection.features.has_select_for_update_nowait:
+                    list(users.select_for_update(nowait=True))
                 users.update(last_login=timezone.now())
-                list(users)
-            except DatabaseError:
-                return False
             return True
+        except DatabaseError:
+            return False
+        finally:
+            connection.close()  # this thread's own connection, back to the pool
 
     def spying_load(engine: LlamaCppEngine) -> Any:
         if engine._llm is None:  # the load itself
