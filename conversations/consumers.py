@@ -130,6 +130,12 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
 
     async def chat_finished(self, message: dict[str, Any]) -> None:
         event = protocol.parse_as(message, protocol.Finished)
+        tail = self.tab.catch_up(event.message_id, event.message["content"])
+        if tail is not None:
+            logger.info(
+                "message %s: %s characters shown at the finish", event.message_id, len(tail.text)
+            )
+            await self._send(self.renderer.delta(event.message_id, tail.offset, tail.text))
         if self.tab.finished(event.message_id):
             await self._send(self.renderer.finished(event.message))
 

@@ -90,6 +90,15 @@ class TabState:
         reply.heard_at = now
         return text
 
+    def catch_up(self, message_id: int, content: str) -> Append | None:
+        """The end of the saved reply this tab has not shown: its last delta was lost or is still
+        on its way behind the finish. Shown before the finish, so the live text ends complete."""
+        reply = self._replies.get(message_id)
+        if reply is None or reply.shown is None or len(content) <= reply.shown:
+            return None
+        shown, reply.shown = reply.shown, len(content)
+        return Append(shown, content[shown:])
+
     def finished(self, message_id: int) -> bool:
         """True the first time: render the final state; later (or late) finishes change nothing."""
         if message_id in self._settled:

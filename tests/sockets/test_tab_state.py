@@ -60,3 +60,18 @@ def test_a_reply_heard_nothing_about_for_the_quiet_time_is_silent() -> None:
     assert tab.resync(7, now=3.0) == AskSnapshot("resync")
     tab.pinged(7, now=10.0)  # a ping does not count while the text is missing
     assert tab.silent(now=10.0) == [7, 8]
+
+
+def test_the_finish_shows_what_the_tab_missed_of_the_saved_text() -> None:
+    tab = TabState(quiet_s=2)
+    tab.started(7, now=0)
+    tab.delta(7, 0, "Hello, hello", now=0)
+    assert tab.catch_up(7, "Hello, hello!") == Append(12, "!")
+    assert tab.catch_up(7, "Hello, hello!") is None, "once"
+    assert tab.delta(7, 12, "!", now=0) is None, "the late delta is a duplicate now"
+
+
+def test_the_finish_adds_nothing_while_a_snapshot_is_awaited() -> None:
+    tab = TabState(quiet_s=2)
+    assert tab.delta(7, 4, "more", now=0) == AskSnapshot("joined")
+    assert tab.catch_up(7, "somemore") is None, "the finished message carries the whole text"
