@@ -9,7 +9,7 @@ class ConversationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from conversations import checks  # noqa: F401 - registers the system checks
+        from conversations import checks, signals  # noqa: F401 - registers checks and receivers
 
         if not settings.REDIS_URL:
             # A warning in production: several processes without Redis cannot see each other.

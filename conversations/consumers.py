@@ -17,6 +17,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.db import DatabaseError
+from django.utils import timezone
 
 from conversations import broadcast, metrics, protocol
 from conversations.frames import CancelFrame, FrameError, parse_frame
@@ -24,13 +25,16 @@ from conversations.generation import recovery, replies
 from conversations.models import Conversation
 from conversations.protocol import message_payload
 from conversations.renderers import JSON_SUBPROTOCOL, HtmlRenderer, JsonRenderer, Renderer
+from conversations.services import sessions
 from conversations.services.errors import SendRefused
+from conversations.signals import user_group
 from conversations.tabs import Append, AskSnapshot, TabState
 from conversations.types import AnyUser
 
 logger = logging.getLogger("chatsite.socket")
 
 CLOSE_FORBIDDEN = 4403
+CLOSE_SESSION_ENDED = 4401
 
 
 class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
@@ -50,14 +54,20 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
             return
         self.conversation = conversation
         self.username = user.get_username()
+        assert user.pk is not None  # a visible conversation means a signed-in user
+        self.user_id: int = user.pk
+        self.session_key: str | None = self.scope["session"].session_key
         metrics.socket_opened()  # paired with disconnect(), which checks self.conversation
         json_mode = JSON_SUBPROTOCOL in self.scope.get("subprotocols", [])
         self.renderer = JsonRenderer() if json_mode else HtmlRenderer()
         # A silent reply is looked up after three missed flushes (its process may have died).
         self.tab = TabState(quiet_s=max(2.0, 3 * settings.CHAT_FLUSH_INTERVAL_S))
         self.watchdog: asyncio.Task[None] | None = None
+        self.expiry: asyncio.Task[None] | None = None
         await self.channel_layer.group_add(conversation.group_name, self.channel_name)
+        await self.channel_layer.group_add(user_group(self.user_id), self.channel_name)
         await self.accept(subprotocol=JSON_SUBPROTOCOL if json_mode else None)
+        self.expiry = asyncio.create_task(self._close_at_session_expiry())
         # Joined the group before reading the row: whatever happens after this read reaches us.
         latest = await database_sync_to_async(recovery.latest_reply)(conversation=conversation)
         if latest is not None and latest.is_active:
@@ -69,13 +79,17 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "conversation"):
             metrics.socket_closed()
-            if self.watchdog is not None:
-                self.watchdog.cancel()
+            for task in (self.watchdog, self.expiry):
+                if task is not None:
+                    task.cancel()
             await self.channel_layer.group_discard(self.conversation.group_name, self.channel_name)
+            await self.channel_layer.group_discard(user_group(self.user_id), self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if not hasattr(self, "conversation"):
             return  # refused at connect: a frame sent before the client saw the close
+        if not await self._still_signed_in():
+            return  # a session that ended (logout, new password...) acts on nothing more
         try:
             frame = parse_frame(text_data, conversation_id=str(self.conversation.id))
             if isinstance(frame, CancelFrame):
@@ -146,6 +160,36 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
             await broadcast.to_channel(event.reply_channel, protocol.Pong(event.message_id))
         except Exception as exc:  # a full or unreachable channel: the next ping tries again
             logger.warning("pong failed: %r", exc)
+
+    async def chat_sessions_changed(self, message: dict[str, Any]) -> None:
+        event = protocol.parse_as(message, protocol.SessionsChanged)
+        if event.ended_session and event.ended_session == self.session_key:
+            await self._session_ended()
+        else:
+            await self._still_signed_in()
+
+    async def _still_signed_in(self) -> bool:
+        """Re-check the socket's session as a request would; close the socket if it ended."""
+        alive: bool = await database_sync_to_async(sessions.session_signs_in)(
+            self.session_key, self.user_id
+        )
+        if not alive:
+            await self._session_ended()
+        return alive
+
+    async def _session_ended(self) -> None:
+        logger.info("session ended: closing a socket of user %s", self.user_id)
+        self.tab = TabState(self.tab.quiet_s)  # nothing more is shown
+        await self.channel_layer.group_discard(self.conversation.group_name, self.channel_name)
+        await self.close(code=CLOSE_SESSION_ENDED)
+
+    async def _close_at_session_expiry(self) -> None:
+        expires = await database_sync_to_async(sessions.session_expires_at)(self.session_key)
+        while expires is not None:
+            await asyncio.sleep(max(0.0, (expires - timezone.now()).total_seconds()) + 0.5)
+            if not await self._still_signed_in():
+                return
+            expires = await database_sync_to_async(sessions.session_expires_at)(self.session_key)
 
     async def _for_the_generation(self, message: dict[str, Any]) -> None:
         """Every member of the group receives the generation's events too; tabs ignore them."""

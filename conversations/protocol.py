@@ -143,6 +143,16 @@ class Ping(Event):
     reply_channel: str
 
 
+@dataclass(frozen=True)
+class SessionsChanged(Event):
+    """To a user's group: re-check your session (`ended_session`: this one ended, close)."""
+
+    type = "chat.sessions_changed"
+    message_id: None
+    user_id: int
+    ended_session: str
+
+
 # To the generation.
 
 
@@ -172,7 +182,7 @@ class Pong(Event):
 
 E = TypeVar("E", bound=Event)
 
-TO_TABS: tuple[type[Event], ...] = (Started, Delta, Snapshot, Finished, Ping)
+TO_TABS: tuple[type[Event], ...] = (Started, Delta, Snapshot, Finished, Ping, SessionsChanged)
 TO_GENERATION: tuple[type[Event], ...] = (Cancel, Sync, Pong)
 _BY_TYPE = {kind.type: kind for kind in (*TO_TABS, *TO_GENERATION)}
 EVENT_TYPES = frozenset(_BY_TYPE)

@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from channels.db import database_sync_to_async
 from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
@@ -12,7 +13,7 @@ from django.contrib.auth import get_user_model
 from conversations.engines import BACKENDS, get_engine, reset_engines
 from conversations.models import Conversation
 from tests.support.db import close_worker_connections
-from tests.support.sockets import Socket, conversation_communicator
+from tests.support.sockets import Socket, conversation_communicator, signed_in_session
 
 
 @pytest.fixture(autouse=True)
@@ -72,7 +73,12 @@ async def connect() -> AsyncIterator[Callable[..., Any]]:
     async def _connect(
         user: Any, conversation_id: Any, *, json_protocol: bool = True
     ) -> tuple[Socket, bool, int | None]:
-        communicator = conversation_communicator(user, conversation_id, json_protocol=json_protocol)
+        session_key = None
+        if user.is_authenticated:
+            session_key = await database_sync_to_async(signed_in_session)(user)
+        communicator = conversation_communicator(
+            user, conversation_id, session_key=session_key, json_protocol=json_protocol
+        )
         # Generous: on a busy machine the handshake (two queries) can take over asgiref's 1 s.
         connected, code = await communicator.connect(timeout=10)
         opened.append(communicator)

@@ -99,6 +99,8 @@
         show("reconnecting", "Connection lost. Reconnecting…");
       } else if (code === 4403) {
         show("closed", "This conversation is no longer available to you.");
+      } else if (code === 4401) {
+        show("closed", "You were signed out. Sign in again to continue.");
       } else {
         show("closed", "Disconnected. Reload the page to continue.");
       }

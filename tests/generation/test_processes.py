@@ -184,3 +184,26 @@ async def test_a_redis_restart_mid_reply_loses_nothing(
     finally:
         redis.kill()
         await redis.wait()
+
+
+async def test_logging_out_through_one_process_closes_the_sessions_socket_in_another(
+    alice: Any, conversation: Any, tmp_path: Path
+) -> None:
+    import httpx
+    from websockets.exceptions import ConnectionClosed
+
+    cookie = await database_sync_to_async(session_cookie)(alice)
+    name, key = cookie.split("=", 1)
+    with servers(2, tmp_path) as (a, b):
+        async with open_socket(a, conversation.pk, cookie) as ws_a:
+            async with httpx.AsyncClient(base_url=b.origin, cookies={name: key}) as http:
+                await http.get(f"/conversations/{conversation.pk}/")  # sets the CSRF cookie
+                token = http.cookies["csrftoken"]
+                response = await http.post(
+                    "/accounts/logout/",
+                    headers={"X-CSRFToken": token, "Origin": b.origin, "Referer": b.origin + "/"},
+                )
+                assert response.status_code == 302, response.text[:300]
+            with pytest.raises(ConnectionClosed) as closed:
+                await asyncio.wait_for(ws_a.recv(), 2)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401

@@ -17,7 +17,13 @@ from conversations.consumers import ConversationConsumer
 from conversations.engines.scripted import scripted_token
 from conversations.models import Message
 from tests.support.replies import full_reply, reply_of, wait_for_status
-from tests.support.sockets import Socket, conversation_communicator, finished, streamed_text
+from tests.support.sockets import (
+    Socket,
+    conversation_communicator,
+    finished,
+    signed_in_session,
+    streamed_text,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -123,7 +129,10 @@ async def test_a_flooded_slow_consumer_still_ends_with_the_saved_text(
     scripted_engine.delay_s = 0.001
 
     app = URLRouter([path("ws/conversations/<uuid:conversation_id>/", SlowConsumer.as_asgi())])
-    communicator = conversation_communicator(alice, conversation.pk, application=app)
+    session_key = await database_sync_to_async(signed_in_session)(alice)
+    communicator = conversation_communicator(
+        alice, conversation.pk, session_key=session_key, application=app
+    )
     assert (await communicator.connect(timeout=10))[0]
     socket = Socket(communicator)
     await socket.send(action="send", content="flood")

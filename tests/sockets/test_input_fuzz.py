@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from conversations.models import Conversation, Message
 from tests.support.db import close_worker_connections
-from tests.support.sockets import Socket, conversation_communicator
+from tests.support.sockets import Socket, conversation_communicator, signed_in_session
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -203,8 +203,10 @@ def target(
     scripted_engine.tokens = 2
     scripted_engine.delay_s = 0
 
+    session_key = signed_in_session(alice)
+
     async def open_socket() -> Socket:
-        communicator = conversation_communicator(alice, conversation.pk)
+        communicator = conversation_communicator(alice, conversation.pk, session_key=session_key)
         connected, _ = await communicator.connect(timeout=10)
         assert connected
         return Socket(communicator)

@@ -14,6 +14,8 @@ from typing import Any
 
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
+from django.contrib.sessions.backends.db import SessionStore
+from django.test import Client
 from websockets.asyncio.client import ClientConnection
 
 from conversations.renderers import JSON_SUBPROTOCOL
@@ -113,14 +115,29 @@ class LiveSocket(EventSocket):
         return json.loads(await asyncio.wait_for(self.connection.recv(), timeout))
 
 
+def signed_in_session(user: Any) -> str:
+    """The key of a real session signing `user` in, as the login view leaves it (touches the
+    database: call it from sync code or through database_sync_to_async)."""
+    client = Client()
+    client.force_login(user)
+    return str(client.session.session_key)
+
+
 def conversation_communicator(
-    user: Any, conversation_id: Any, *, json_protocol: bool = True, application: Any = None
+    user: Any,
+    conversation_id: Any,
+    *,
+    session_key: str | None = None,
+    json_protocol: bool = True,
+    application: Any = None,
 ) -> WebsocketCommunicator:
-    """A communicator on a conversation's socket path, authenticated as `user`."""
+    """A communicator on a conversation's socket path, authenticated as `user` with the session
+    `session_key` (see signed_in_session; sockets re-check it before every frame)."""
     communicator = WebsocketCommunicator(
         application or URLRouter(websocket_urlpatterns),
         f"/ws/conversations/{conversation_id}/",
         subprotocols=[JSON_SUBPROTOCOL] if json_protocol else [],
     )
     communicator.scope["user"] = user
+    communicator.scope["session"] = SessionStore(session_key)
     return communicator
