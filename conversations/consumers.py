@@ -218,9 +218,13 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         while self.tab.following:
             await asyncio.sleep(self.tab.quiet_s / 2)
             for message_id in self.tab.silent(self._now()):
-                state = await database_sync_to_async(recovery.reply_state)(
-                    conversation=self.conversation, message_id=message_id
-                )
+                try:
+                    state = await database_sync_to_async(recovery.reply_state)(
+                        conversation=self.conversation, message_id=message_id
+                    )
+                except DatabaseError as exc:  # the database is away: keep waiting, ask later
+                    logger.warning("could not look up reply %s: %r", message_id, exc)
+                    continue
                 if state.active:
                     await self._ask_snapshot(message_id)  # still running somewhere: ask again
                 elif self.tab.finished(message_id) and state.message is not None:

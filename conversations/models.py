@@ -111,7 +111,9 @@ class MessageQuerySet(models.QuerySet["Message"]):
         sources = set(from_)
         for source in sources:
             allowed = Message.TRANSITIONS[source]
-            if (to is not None and to not in allowed) or (to is None and not allowed):
+            if (to is not None and to not in allowed) or (
+                to is None and source not in Message.ACTIVE_STATUSES
+            ):
                 raise ValueError(f"A reply cannot go from {source} to {to or 'itself'}.")
         rows = self if pk is None else self.filter(pk=pk)
         if to is not None:
@@ -145,7 +147,9 @@ class Message(models.Model):
         Status.COMPLETE: frozenset(),
         Status.CANCELLED: frozenset(),
         Status.ERROR: frozenset(),
-        Status.INTERRUPTED: frozenset(),
+        # Only a live generation whose final save outlasted a database outage, after recovery
+        # took its row for a dead process's (generation.rows.finish, retrying).
+        Status.INTERRUPTED: frozenset({Status.COMPLETE, Status.CANCELLED, Status.ERROR}),
     }
 
     conversation = models.ForeignKey(

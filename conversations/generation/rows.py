@@ -16,6 +16,7 @@ from typing import Any
 from django.utils import timezone
 
 from conversations.engines.base import StreamResult
+from conversations.generation.recovery import INTERRUPTED_ERROR
 from conversations.models import Conversation, Message
 from conversations.protocol import MessagePayload, message_payload
 
@@ -88,10 +89,14 @@ class Outcome:
     stop_confirmed_at: datetime | None = None
 
 
-def finish(conversation_id: uuid.UUID, message_id: int, outcome: Outcome) -> MessagePayload | None:
+def finish(
+    conversation_id: uuid.UUID, message_id: int, outcome: Outcome, *, retrying: bool = False
+) -> MessagePayload | None:
     """Save the final state; return the row as it now is (ours, or the winner's if we lost).
 
-    None if the row is gone (its conversation was deleted).
+    None if the row is gone (its conversation was deleted). `retrying`: an earlier attempt failed
+    (the database was away), so recovery may have taken the row for a dead process's and marked
+    it interrupted; this generation is alive and its text is whole, so it may still settle it.
     """
     fields: dict[str, Any] = {
         "content": outcome.text,
@@ -119,10 +124,14 @@ def finish(conversation_id: uuid.UUID, message_id: int, outcome: Outcome) -> Mes
     else:
         # A Stop recorded after the last token stopped nothing: the reply is not a cancelled one.
         fields.update(cancel_requested_at=None, cancelled_by="")
-    Message.objects.transition(message_id, from_=ACTIVE, to=outcome.status, **fields)
+    row = Message.objects.filter(pk=message_id)
+    if not row.transition(from_=ACTIVE, to=outcome.status, **fields) and retrying:
+        row.filter(error=INTERRUPTED_ERROR).transition(
+            from_={Status.INTERRUPTED}, to=outcome.status, **fields
+        )
     Conversation.objects.filter(pk=conversation_id).update(updated_at=timezone.now())
-    row = Message.objects.filter(pk=message_id).first()
-    return message_payload(row) if row is not None else None
+    saved = row.first()
+    return message_payload(saved) if saved is not None else None
 
 
 def unix_time(moment: float) -> datetime:

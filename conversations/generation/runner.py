@@ -20,6 +20,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db import DatabaseError
 
 from conversations import broadcast, metrics
 from conversations.engines import get_engine
@@ -35,12 +36,15 @@ from conversations.generation.control import Control
 from conversations.generation.feed import Feed
 from conversations.generation.recovery import INTERRUPTED_ERROR
 from conversations.models import Message
-from conversations.protocol import Event, Finished, Started
+from conversations.protocol import Event, Finished, MessagePayload, Started
 from conversations.services import prompt
 
 logger = logging.getLogger("chatsite.generation")
 
 Status = Message.Status
+
+FINAL_SAVE_FIRST_PAUSE_S = 0.5
+FINAL_SAVE_MAX_PAUSE_S = 10.0
 
 # Strong references to running generations: asyncio keeps only weak ones to tasks.
 _running: dict[int, Generation] = {}
@@ -191,9 +195,7 @@ class Generation:
             stop=self.stop if status == Status.CANCELLED else None,
             stop_confirmed_at=confirmed_at,
         )
-        saved = await database_sync_to_async(rows.finish)(
-            self.plan.conversation_id, self.plan.message_id, outcome
-        )
+        saved = await self._save(outcome)
         logger.info(
             "generation finished request_id=%s status=%s chars=%s",
             self.plan.request_id,
@@ -202,6 +204,28 @@ class Generation:
         )
         if saved is not None:
             await self.send(Finished(self.plan.message_id, saved))
+
+    async def _save(self, outcome: rows.Outcome) -> MessagePayload | None:
+        """The final save, retried with backoff while the database is away: the saved text must
+        be the text the tabs saw. Gives up (logged) after CHAT_FINAL_SAVE_RETRY_S."""
+        deadline = time.monotonic() + settings.CHAT_FINAL_SAVE_RETRY_S
+        pause, retrying = FINAL_SAVE_FIRST_PAUSE_S, False
+        while True:
+            try:
+                saved: MessagePayload | None = await database_sync_to_async(rows.finish)(
+                    self.plan.conversation_id, self.plan.message_id, outcome, retrying=retrying
+                )
+                return saved
+            except DatabaseError as exc:
+                if time.monotonic() + pause > deadline:
+                    raise
+                if not retrying:
+                    logger.warning(
+                        "final save failed request_id=%s, retrying: %r", self.plan.request_id, exc
+                    )
+                retrying = True
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, FINAL_SAVE_MAX_PAUSE_S)
 
     async def send(self, event: Event) -> None:
         # A channel-layer outage must not lose the reply: the row is still written, and tabs

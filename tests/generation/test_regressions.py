@@ -317,3 +317,43 @@ async def test_every_tab_sees_the_same_text_as_the_saved_reply(
         assert events[-1]["message"]["content"] == "a b "
     assert streamed_text(seen_by_first) == "a b "
     assert "a b ".startswith(streamed_text(seen_by_second))
+
+
+async def test_a_final_save_outlasting_a_database_outage_keeps_the_whole_reply(
+    connect: Any,
+    alice: Any,
+    conversation: Conversation,
+    stepped_engine: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 10, problem 7: the final save failed once and was never retried; recovery then
+    marked the row interrupted with the last flushed text, which the tabs were shown."""
+    from conversations.generation import runner
+    from conversations.generation.recovery import INTERRUPTED_ERROR
+
+    monkeypatch.setattr(runner, "FINAL_SAVE_FIRST_PAUSE_S", 0.05)
+    real_finish = rows.finish
+    attempts: list[bool] = []
+
+    def database_away_for_a_while(*args: Any, retrying: bool = False) -> Any:
+        attempts.append(retrying)
+        if len(attempts) < 4:
+            if len(attempts) == 2:  # meanwhile another process takes the reply for dead
+                Message.objects.filter(pk=args[1]).update(
+                    status=Message.Status.INTERRUPTED, error=INTERRUPTED_ERROR, content="par"
+                )
+            raise DatabaseError("the database is away")
+        return real_finish(*args, retrying=retrying)
+
+    monkeypatch.setattr(rows, "finish", database_away_for_a_while)
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="Hi")
+    stream = await stepped_engine.next_stream()
+    stream.emit("partial and then the rest")
+    stream.end()
+    events = await socket.receive_until(finished)
+    assert events[-1]["message"]["status"] == "complete"
+    assert events[-1]["message"]["content"] == "partial and then the rest"
+    row = await reply_of(conversation)
+    assert (row.status, row.content, row.error) == ("complete", "partial and then the rest", "")
+    assert attempts == [False, True, True, True]
