@@ -34,6 +34,7 @@ from conversations.types import AnyUser
 logger = logging.getLogger("chatsite.socket")
 
 CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
 CLOSE_SESSION_ENDED = 4401
 
 
@@ -191,6 +192,14 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
                 return
             expires = await database_sync_to_async(sessions.session_expires_at)(self.session_key)
 
+    async def chat_deleted(self, message: dict[str, Any]) -> None:
+        """The conversation was deleted (in another tab, the API, the admin): say so, and close."""
+        await self._send(
+            self.renderer.error("conversation_deleted", "This conversation was deleted.")
+        )
+        self.tab = TabState(self.tab.quiet_s)
+        await self.close(code=CLOSE_NOT_FOUND)
+
     async def _for_the_generation(self, message: dict[str, Any]) -> None:
         """Every member of the group receives the generation's events too; tabs ignore them."""
 
@@ -241,3 +250,11 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
 
 def _visible_conversation(user: AnyUser, conversation_id: uuid.UUID) -> Conversation | None:
     return Conversation.objects.visible_to(user).filter(pk=conversation_id).first()
+
+
+class NotFoundConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
+    """A socket on a path chatsite does not serve: accepted only to be closed with 4404."""
+
+    async def connect(self) -> None:
+        await self.accept()
+        await self.close(code=CLOSE_NOT_FOUND)

@@ -153,6 +153,14 @@ class SessionsChanged(Event):
     ended_session: str
 
 
+@dataclass(frozen=True)
+class Deleted(Event):
+    """The conversation is gone: tabs say so and close (its generation gets a Cancel)."""
+
+    type = "chat.deleted"
+    message_id: None
+
+
 # To the generation.
 
 
@@ -182,7 +190,15 @@ class Pong(Event):
 
 E = TypeVar("E", bound=Event)
 
-TO_TABS: tuple[type[Event], ...] = (Started, Delta, Snapshot, Finished, Ping, SessionsChanged)
+TO_TABS: tuple[type[Event], ...] = (
+    Started,
+    Delta,
+    Snapshot,
+    Finished,
+    Ping,
+    SessionsChanged,
+    Deleted,
+)
 TO_GENERATION: tuple[type[Event], ...] = (Cancel, Sync, Pong)
 _BY_TYPE = {kind.type: kind for kind in (*TO_TABS, *TO_GENERATION)}
 EVENT_TYPES = frozenset(_BY_TYPE)

@@ -78,6 +78,7 @@ class Generation:
         self.lost = False  # someone else settled our row: nothing we write will be kept
         self._background: set[asyncio.Task[Any]] = set()
         self.task: asyncio.Task[None] | None = None
+        self._layer_down = False  # the last group send failed (Redis away)
 
     @classmethod
     def start(cls, plan: ReplyPlan) -> Generation:
@@ -229,11 +230,17 @@ class Generation:
 
     async def send(self, event: Event) -> None:
         # A channel-layer outage must not lose the reply: the row is still written, and tabs
-        # that reconnect resynchronize from it and from us.
+        # that reconnect resynchronize from it and from us. One warning per outage, not per frame.
         try:
             await broadcast.to_group(self.plan.group, event)
         except Exception as exc:
-            logger.warning("group send failed request_id=%s: %r", self.plan.request_id, exc)
+            if not self._layer_down:
+                logger.warning("group send failed request_id=%s: %r", self.plan.request_id, exc)
+            self._layer_down = True
+        else:
+            if self._layer_down:
+                logger.info("group sends work again request_id=%s", self.plan.request_id)
+            self._layer_down = False
 
 
 async def read_deltas(

@@ -6,7 +6,7 @@ from django.db import transaction
 
 from conversations import broadcast
 from conversations.models import Conversation
-from conversations.protocol import Cancel
+from conversations.protocol import Cancel, Deleted
 from conversations.types import User
 
 MAX_TITLE = 200
@@ -31,4 +31,9 @@ def conversation_delete(*, conversation: Conversation) -> None:
     group = conversation.group_name
     conversation.delete()
     stop = Cancel(message_id=None, requested_at=time.time(), cancelled_by="deleted")
-    transaction.on_commit(lambda: broadcast.to_group_from_sync(group, stop))
+
+    def tell_the_group() -> None:
+        broadcast.to_group_from_sync(group, stop)
+        broadcast.to_group_from_sync(group, Deleted(message_id=None))
+
+    transaction.on_commit(tell_the_group)

@@ -99,6 +99,11 @@
         show("reconnecting", "Connection lost. Reconnecting…");
       } else if (code === 4403) {
         show("closed", "This conversation is no longer available to you.");
+      } else if (code === 4404) {
+        show("closed", "This conversation was deleted.");
+        chat.querySelectorAll(".badge.streaming, .badge.waiting").forEach(function (badge) {
+          badge.remove();
+        });
       } else if (code === 4401) {
         show("closed", "You were signed out. Sign in again to continue.");
       } else {

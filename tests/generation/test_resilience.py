@@ -237,3 +237,8 @@ async def test_deleting_a_conversation_stops_its_running_reply(
             await asyncio.sleep(0.02)
     assert record.stop_requested_at is not None
     assert record.emitted < 10_000
+    # The tab is told, instead of showing "writing…" for a reply that no longer exists.
+    events = await socket.receive_until(lambda e: e["type"] == "error")
+    assert events[-1]["code"] == "conversation_deleted"
+    closing = await socket.communicator.receive_output(timeout=2)
+    assert (closing["type"], closing["code"]) == ("websocket.close", 4404)

@@ -100,3 +100,19 @@ def test_it_refuses_to_start_without_a_secret_key_when_debug_is_off() -> None:
     )
     assert result.returncode != 0
     assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
+
+
+async def test_a_socket_on_a_path_we_do_not_serve_is_closed_cleanly(
+    application: Any, alice: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    cookie = await database_sync_to_async(session_cookie)(alice)
+    socket = WebsocketCommunicator(
+        application,
+        "/ws/conversations/1/",
+        headers=[(b"cookie", cookie.encode()), (b"origin", b"http://127.0.0.1")],
+    )
+    await socket.connect()
+    closing = await socket.receive_output(timeout=2)
+    assert (closing["type"], closing["code"]) == ("websocket.close", 4404)
+    await socket.disconnect()
+    assert "Traceback" not in caplog.text and "No route found" not in caplog.text
