@@ -101,6 +101,8 @@ class AnyMessageStatusFilter(admin.SimpleListFilter):
     ) -> QuerySet[Conversation]:
         if not self.value():
             return queryset
+        if self.value() not in Message.Status.values:
+            return queryset.none()  # a made-up status (NUL bytes included) matches nothing
         matching = Message.objects.filter(conversation=OuterRef("pk"), status=self.value())
         return queryset.filter(Exists(matching))
 
@@ -120,9 +122,12 @@ class EngineFilter(admin.SimpleListFilter):
     def queryset(
         self, request: HttpRequest, queryset: QuerySet[Conversation]
     ) -> QuerySet[Conversation]:
-        if not self.value():
+        value = self.value()
+        if not value:
             return queryset
-        matching = Message.objects.filter(conversation=OuterRef("pk"), engine=self.value())
+        if "\x00" in value:
+            return queryset.none()  # PostgreSQL cannot even compare text with NUL in it
+        matching = Message.objects.filter(conversation=OuterRef("pk"), engine=value)
         return queryset.filter(Exists(matching))
 
 

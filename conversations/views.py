@@ -1,9 +1,10 @@
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from conversations.forms import TitleForm
 from conversations.models import Conversation
 from conversations.services.conversations import (
     conversation_create,
@@ -57,9 +58,11 @@ def conversation_rename_view(
     conversation = get_object_or_404(
         Conversation.objects.visible_to(request.user), pk=conversation_id
     )
-    title = request.POST.get("title", "").strip()
-    if title:
-        conversation_rename(conversation=conversation, title=title)
+    form = TitleForm(request.POST)
+    if form.is_valid():
+        conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
+    elif request.POST.get("title", "").strip():  # an empty title changes nothing, as before
+        return HttpResponseBadRequest(" ".join(str(e) for e in form.errors["title"]))
     return redirect(conversation)
 
 

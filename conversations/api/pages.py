@@ -7,6 +7,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from conversations.api.tokens import api_token_create, api_token_revoke
+from conversations.forms import TokenNameForm
 from conversations.models import ApiToken
 from conversations.types import AuthenticatedHttpRequest
 
@@ -18,11 +19,11 @@ def api_tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
     created = key = None
     error = ""
     if request.method == "POST":
-        name = request.POST.get("name", "").strip()
-        if name:
-            created, key = api_token_create(user=request.user, name=name)
+        form = TokenNameForm(request.POST)
+        if form.is_valid():
+            created, key = api_token_create(user=request.user, name=form.cleaned_data["name"])
         else:
-            error = "Give the token a name, such as the script that will use it."
+            error = " ".join(str(e) for e in form.errors["name"])
     return render(
         request,
         "conversations/api_tokens.html",
