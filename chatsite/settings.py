@@ -193,6 +193,10 @@ CHAT_MAX_PROMPT_CHARS = env_int("CHAT_MAX_PROMPT_CHARS", 8000, minimum=1)
 CHAT_COALESCE_MS = env_int("CHAT_COALESCE_MS", 30, minimum=0)
 # Partial text is written to the database this often while a reply streams.
 CHAT_FLUSH_INTERVAL_S = env_float("CHAT_FLUSH_INTERVAL_S", 1.0, minimum=0.05)
+# Frames one socket may send: a sustained rate and a burst. Over it a frame is answered
+# `slow_down`; a burst's worth of refused frames in a row closes the socket (1008).
+CHAT_SOCKET_FRAMES_PER_SECOND = env_float("CHAT_SOCKET_FRAMES_PER_SECOND", 2.0, minimum=0.1)
+CHAT_SOCKET_FRAME_BURST = env_int("CHAT_SOCKET_FRAME_BURST", 10, minimum=1)
 # A reply's final save is retried this long while the database is unavailable.
 CHAT_FINAL_SAVE_RETRY_S = env_float("CHAT_FINAL_SAVE_RETRY_S", 300.0, minimum=0.0)
 # A generation that produces no token for this long ends with an error.

@@ -29,12 +29,14 @@ from conversations.services import sessions
 from conversations.services.errors import SendRefused
 from conversations.signals import user_group
 from conversations.tabs import Append, AskSnapshot, TabState
+from conversations.throttle import FrameBucket
 from conversations.types import AnyUser
 
 logger = logging.getLogger("chatsite.socket")
 
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+CLOSE_POLICY_VIOLATION = 1008
 CLOSE_SESSION_ENDED = 4401
 
 
@@ -64,6 +66,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         # A silent reply is looked up after three missed flushes (its process may have died).
         self.tab = TabState(quiet_s=max(2.0, 3 * settings.CHAT_FLUSH_INTERVAL_S))
         self.watchdog: asyncio.Task[None] | None = None
+        self.frames = FrameBucket(
+            settings.CHAT_SOCKET_FRAMES_PER_SECOND, settings.CHAT_SOCKET_FRAME_BURST
+        )
         self.expiry: asyncio.Task[None] | None = None
         await self.channel_layer.group_add(conversation.group_name, self.channel_name)
         await self.channel_layer.group_add(user_group(self.user_id), self.channel_name)
@@ -89,6 +94,14 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if not hasattr(self, "conversation"):
             return  # refused at connect: a frame sent before the client saw the close
+        if not self.frames.allow(self._now()):
+            if self.frames.refused_in_a_row > settings.CHAT_SOCKET_FRAME_BURST:
+                logger.warning("closing a flooding socket of user %s", self.user_id)
+                await self.close(code=CLOSE_POLICY_VIOLATION)
+            else:
+                message = "Too many frames on this connection. Slow down."
+                await self._send(self.renderer.error("slow_down", message))
+            return  # refused before any database work: a flood costs this socket only
         if not await self._still_signed_in():
             return  # a session that ended (logout, new password...) acts on nothing more
         try:

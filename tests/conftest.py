@@ -24,6 +24,9 @@ def scripted_engine(settings: Any) -> Any:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.CHAT_SCRIPTED_TOKENS = 40
     settings.CHAT_SCRIPTED_DELAY_MS = 10
+    # Tests send frames far faster than a person; the frame limit has tests of its own.
+    settings.CHAT_SOCKET_FRAMES_PER_SECOND = 10_000
+    settings.CHAT_SOCKET_FRAME_BURST = 10_000
     reset_engines()
     channel_layers.backends.clear()
     yield get_engine("scripted")

@@ -1,0 +1,63 @@
+"""A socket that floods frames is slowed, then closed, before any frame reaches the database."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+
+from conversations.models import Conversation, Message
+from conversations.throttle import FrameBucket
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+def test_the_bucket_allows_a_burst_then_the_rate() -> None:
+    bucket = FrameBucket(per_second=2, burst=3)
+    assert [bucket.allow(now=10.0) for _ in range(4)] == [True, True, True, False]
+    assert bucket.refused_in_a_row == 1
+    assert bucket.allow(now=10.5), "half a second earns one frame at 2 a second"
+    assert not bucket.allow(now=10.5)
+    assert bucket.allow(now=100.0) and bucket.refused_in_a_row == 0
+
+
+async def test_a_flood_is_answered_slow_down_then_closed_and_another_socket_still_streams(
+    connect: Any,
+    alice: Any,
+    users: dict[str, Any],
+    conversation: Conversation,
+    settings: Any,
+) -> None:
+    settings.CHAT_SOCKET_FRAMES_PER_SECOND = 1
+    settings.CHAT_SOCKET_FRAME_BURST = 3
+    flooder, _, _ = await connect(alice, conversation.pk)
+    for _ in range(3):  # the burst: real work (nothing to cancel)
+        await flooder.send(action="cancel")
+        assert (await flooder.receive())["code"] == "nothing_to_cancel"
+    for _ in range(3):
+        await flooder.send(action="cancel")
+        assert (await flooder.receive())["code"] == "slow_down"
+    await flooder.send(action="cancel")
+    closing = await flooder.communicator.receive_output(timeout=2)
+    assert (closing["type"], closing["code"]) == ("websocket.close", 1008)
+
+    bob = users["bob"]
+    bobs = await database_sync_to_async(Conversation.objects.create)(owner=bob)
+    other, _, _ = await connect(bob, bobs.pk)
+    await other.send(action="send", content="hello")
+    assert (await other.receive())["type"] == "message.started"
+
+
+async def test_a_refused_send_saves_nothing(
+    connect: Any, alice: Any, conversation: Conversation, settings: Any
+) -> None:
+    settings.CHAT_SOCKET_FRAMES_PER_SECOND = 0.1
+    settings.CHAT_SOCKET_FRAME_BURST = 1
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="first")
+    assert (await socket.receive())["type"] == "message.started"
+    await socket.send(action="send", content="second")
+    events = await socket.receive_until(lambda e: e["type"] == "error")
+    assert events[-1]["code"] == "slow_down"
+    assert await database_sync_to_async(Message.objects.filter(content="second").count)() == 0
