@@ -147,6 +147,7 @@ class Servers:
         env.update(
             DJANGO_SETTINGS_MODULE=self.setup.settings,
             DEBUG="0",
+            SECURE_COOKIES="0",  # plain HTTP on loopback
             SECRET_KEY=SECRET_KEY,
             ALLOWED_HOSTS="127.0.0.1",
             DATABASE_URL=database_url,

@@ -1,5 +1,6 @@
 """chatsite settings: everything a deployment changes comes from the environment (see .env.example)."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -39,6 +40,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "conversations",
 ]
 
@@ -53,6 +55,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a refused login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "chatsite.urls"
@@ -164,6 +168,24 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "conversation-list"
 LOGOUT_REDIRECT_URL = "login"
 
+# --- Login throttling (django-axes) -------------------------------------------------------------
+
+# Axes' backend comes first: a locked-out login is refused before ModelBackend hashes the password.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+LOGIN_COOLOFF_MINUTES = env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1)
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_COOLOFF_MINUTES)
+# Either one locks: a username guessed at from many addresses, or one address trying many names.
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+# The client is REMOTE_ADDR (axes reads no forwarded headers); behind a reverse proxy, run daphne
+# with --proxy-headers so REMOTE_ADDR is the client's address from X-Forwarded-For.
+AXES_LOCKOUT_CALLABLE = "chatsite.login_throttling.lockout_response"
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -176,11 +198,13 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 SESSION_COOKIE_HTTPONLY = True
 # Behind HTTPS: cookies only over TLS, and trust the proxy's X-Forwarded-Proto header.
-SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=False)
+# On by default with DEBUG off: a production deployment is served over HTTPS. SECURE_COOKIES=0
+# turns it off for a plain-HTTP setup (a private network, a demo).
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 if SESSION_COOKIE_SECURE:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 60 * 60 * 24 * 365, minimum=0)
 
 # --- Chat ---------------------------------------------------------------------------------------
 

@@ -96,3 +96,34 @@ def test_it_runs_the_suite_on_the_pooled_test_database() -> None:
         (name,) = cursor.fetchone()
     # The pool was created after the test database replaced the configured one.
     assert name.startswith("test_")
+
+
+PRINT_TRANSPORT = (
+    "import json, chatsite.settings as s; print(json.dumps([s.SESSION_COOKIE_SECURE, "
+    "s.CSRF_COOKIE_SECURE, getattr(s, 'SECURE_HSTS_SECONDS', 0)]))"
+)
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"DEBUG": "0"}, [True, True, 31536000]),
+        ({"DEBUG": "0", "SECURE_COOKIES": "0"}, [False, False, 0]),
+        ({"DEBUG": "1"}, [False, False, 0]),
+    ],
+    ids=["production", "plain-http-opt-out", "debug"],
+)
+def test_cookies_are_secure_and_hsts_on_by_default_in_production(
+    env: dict[str, str], expected: list[object]
+) -> None:
+    base = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECURE_COOKIES")}
+    result = subprocess.run(
+        [sys.executable, "-c", PRINT_TRANSPORT],
+        cwd=ROOT,
+        env={**base, "SECRET_KEY": "settings-test", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == expected

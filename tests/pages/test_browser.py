@@ -90,6 +90,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "chatsite.settings",
             "DEBUG": "0",
+            "SECURE_COOKIES": "0",  # the browser talks plain HTTP to 127.0.0.1
             "SECRET_KEY": "browser-tests-only-secret-key",
             "ALLOWED_HOSTS": "127.0.0.1",
             "DATABASE_URL": database_url,

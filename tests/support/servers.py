@@ -138,6 +138,7 @@ def server_env(**overrides: Any) -> dict[str, str]:
     env = {
         **os.environ,
         "DEBUG": "0",
+        "SECURE_COOKIES": "0",  # plain HTTP on loopback
         "SECRET_KEY": "tests-only-secret-key-not-for-production",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DATABASE_URL": database_url(),
