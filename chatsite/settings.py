@@ -283,6 +283,8 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
+# The OpenAPI schema and its docs page are for signed-in users unless this opens them to all.
+CHAT_API_DOCS_PUBLIC = env_bool("CHAT_API_DOCS_PUBLIC", default=False)
 SPECTACULAR_SETTINGS = {
     "TITLE": "chatsite API",
     "DESCRIPTION": "Read, export and delete your conversations.",

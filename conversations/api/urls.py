@@ -2,6 +2,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from conversations.api import views
+from conversations.api.permissions import DocsAccess
 
 urlpatterns = [
     path("conversations/", views.ConversationList.as_view(), name="api-conversation-list"),
@@ -16,6 +17,10 @@ urlpatterns = [
         name="api-conversation-export",
     ),
     path("export.jsonl", views.JsonlExport.as_view(), name="api-export-jsonl"),
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("schema/", SpectacularAPIView.as_view(permission_classes=[DocsAccess]), name="api-schema"),
+    path(
+        "docs/",
+        SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=[DocsAccess]),
+        name="api-docs",
+    ),
 ]

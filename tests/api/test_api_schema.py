@@ -32,7 +32,8 @@ EXAMPLES = 60
 
 
 @pytest.fixture
-def schema(db: Any) -> Iterator[Any]:
+def schema(db: Any, settings: Any) -> Iterator[Any]:
+    settings.CHAT_API_DOCS_PUBLIC = True  # schemathesis reads the schema without signing in
     # As Django's own test client does: a request must not close the connection that holds the
     # test's transaction (on PostgreSQL the test would lose its database mid-run).
     request_started.disconnect(close_old_connections)
@@ -96,3 +97,22 @@ def test_it_finds_no_server_error(schema: Any, alice: Any, mode: GenerationMode)
         case.validate_response(response, checks=checks, headers=headers)
 
     run()
+
+
+def test_the_schema_and_docs_are_for_signed_in_users(alice: Any) -> None:
+    from django.test import Client
+
+    anonymous = Client()
+    assert anonymous.get("/api/schema/").status_code == 401
+    assert anonymous.get("/api/docs/").status_code == 401
+    signed_in = Client()
+    signed_in.force_login(alice)
+    assert signed_in.get("/api/schema/").status_code == 200
+    assert signed_in.get("/api/docs/").status_code == 200
+
+
+def test_a_setting_makes_the_schema_public(db: Any, settings: Any) -> None:
+    from django.test import Client
+
+    settings.CHAT_API_DOCS_PUBLIC = True
+    assert Client().get("/api/schema/").status_code == 200
