@@ -6,6 +6,7 @@ from conversations.api import pages
 urlpatterns = [
     path("", views.conversation_list, name="conversation-list"),
     path("conversations/new/", views.conversation_new, name="conversation-new"),
+    path("conversations/sidebar/", views.conversation_sidebar_page, name="conversation-sidebar"),
     path(
         "conversations/<uuid:conversation_id>/",
         views.conversation_detail,

@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Page, Paginator
 from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -13,12 +14,27 @@ from conversations.services.conversations import (
 )
 from conversations.types import AuthenticatedHttpRequest, ConversationId
 
+SIDEBAR_PAGE_SIZE = 50
+
 
 @login_required
 @require_GET
 def conversation_list(request: AuthenticatedHttpRequest) -> HttpResponse:
-    conversations = Conversation.objects.visible_to(request.user)
-    return render(request, "conversations/list.html", {"conversations": conversations})
+    return render(request, "conversations/list.html", {"sidebar": _sidebar_page(request, 1)})
+
+
+@login_required
+@require_GET
+def conversation_sidebar_page(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The next page of the sidebar, loaded by its "Older conversations" button (htmx)."""
+    page = _sidebar_page(request, request.GET.get("page", 1))
+    return render(request, "conversations/_sidebar_page.html", {"sidebar": page})
+
+
+def _sidebar_page(request: AuthenticatedHttpRequest, number: int | str) -> Page[Conversation]:
+    # A page at a time: a user with thousands of conversations still gets a small, fast page.
+    conversations = Conversation.objects.visible_to(request.user).newest_first()
+    return Paginator(conversations, SIDEBAR_PAGE_SIZE).get_page(number)
 
 
 @login_required
@@ -42,7 +58,7 @@ def conversation_detail(
         "conversations/detail.html",
         {
             "conversation": conversation,
-            "conversations": Conversation.objects.visible_to(request.user),
+            "sidebar": _sidebar_page(request, 1),
             "messages": messages,
             "streaming": any(m.is_active for m in messages),
             "max_prompt_chars": settings.CHAT_MAX_PROMPT_CHARS,
