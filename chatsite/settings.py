@@ -5,6 +5,7 @@ from pathlib import Path
 
 import dj_database_url
 import django_stubs_ext
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 from chatsite.env import env_bool, env_float, env_int, env_list, env_str
@@ -46,6 +47,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy and Permissions-Policy headers on every response (see below).
+    "csp.middleware.CSPMiddleware",
+    "django_permissions_policy.PermissionsPolicyMiddleware",
     # Serves collectstatic's output itself, so DEBUG=0 needs no separate file server.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -283,6 +287,36 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
+# In every mode: scripts only from this server (no inline scripts or handlers), sockets and
+# fetches only to it, no framing. Inline style attributes stay allowed (htmx adds its own).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+# Browser features chatsite never uses are off for it and anything it might embed.
+PERMISSIONS_POLICY: dict[str, list[str]] = {
+    feature: []
+    for feature in (
+        "camera",
+        "microphone",
+        "geolocation",
+        "payment",
+        "usb",
+        "accelerometer",
+        "gyroscope",
+        "magnetometer",
+    )
+}
+
 # The OpenAPI schema and its docs page are for signed-in users unless this opens them to all.
 CHAT_API_DOCS_PUBLIC = env_bool("CHAT_API_DOCS_PUBLIC", default=False)
 SPECTACULAR_SETTINGS = {

@@ -173,6 +173,13 @@
     if (message && !window.confirm(message)) event.preventDefault();
   });
 
+  // A new API token's key is selected when its box gets focus, ready to copy.
+  document.addEventListener("focusin", function (event) {
+    if (event.target.matches && event.target.matches("input[data-select-on-focus]")) {
+      event.target.select();
+    }
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     var chat = document.querySelector("section.chat[ws-connect]");
     var form = document.getElementById("send-form");
