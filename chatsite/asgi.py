@@ -9,8 +9,8 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from chatsite.origins import OriginValidator  # noqa: E402
 from conversations.generation.recovery import mark_interrupted_at_startup  # noqa: E402
 from conversations.routing import websocket_urlpatterns  # noqa: E402
 
@@ -19,9 +19,8 @@ mark_interrupted_at_startup()
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        # The origin check refuses sockets opened by pages on other sites (cross-site hijacking).
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        # The origin check refuses sockets opened by pages on other origins (cross-site hijacking),
+        # including the same host on another port or scheme: see chatsite/origins.py.
+        "websocket": OriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

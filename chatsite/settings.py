@@ -119,9 +119,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         "timeout": env_float("DATABASE_POOL_TIMEOUT", 10.0, minimum=0.1),
     }
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Generations write from worker threads while pages read; without a busy timeout SQLite
-    # answers "database is locked" instead of waiting a moment.
-    _db_options["timeout"] = 20
+    # Generations write from worker threads while pages read and other users write. A deferred
+    # transaction that has read cannot wait for the write lock: SQLite answers "database is
+    # locked" at once. IMMEDIATE takes the lock at BEGIN, where the busy timeout (seconds) waits;
+    # WAL lets pages read while a write is under way.
+    _db_options["timeout"] = env_float("SQLITE_BUSY_TIMEOUT_S", 20.0, minimum=0.1)
+    _db_options["transaction_mode"] = "IMMEDIATE"
+    _db_options["init_command"] = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
 
 REDIS_URL = env_str("REDIS_URL")
 # "redis": channels-redis's list layer, which holds messages for a moment and drops them over
@@ -160,6 +164,19 @@ elif REDIS_URL:
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# The per-user rate counters live here (conversations/services/ratelimits.py): in Redis, every
+# process counts in one place; in this process's memory without it (one process only).
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "chatsite",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -269,9 +286,11 @@ if CHAT_HEARTBEAT_TIMEOUT_S < 3 * CHAT_FLUSH_INTERVAL_S:
         f"CHAT_HEARTBEAT_TIMEOUT_S ({CHAT_HEARTBEAT_TIMEOUT_S:g}) must be at least three times "
         f"CHAT_FLUSH_INTERVAL_S ({CHAT_FLUSH_INTERVAL_S:g})."
     )
-# Per-user limits: replies being written at once, and messages sent per minute.
+# Per-user limits: replies being written at once, messages sent and conversations started per
+# minute (the rates are counted in CACHES, so deleting conversations does not reset them).
 CHAT_MAX_ACTIVE_PER_USER = env_int("CHAT_MAX_ACTIVE_PER_USER", 3, minimum=1)
 CHAT_SENDS_PER_MINUTE = env_int("CHAT_SENDS_PER_MINUTE", 20, minimum=1)
+CHAT_CONVERSATIONS_PER_MINUTE = env_int("CHAT_CONVERSATIONS_PER_MINUTE", 10, minimum=1)
 # A Prometheus scraper sending "Authorization: Bearer <this>" may read /metrics (staff always can).
 CHAT_METRICS_TOKEN = env_str("CHAT_METRICS_TOKEN")
 

@@ -12,6 +12,8 @@ from conversations.services.conversations import (
     conversation_delete,
     conversation_rename,
 )
+from conversations.services.errors import TooManyConversations
+from conversations.services.limits import check_create_allowed
 from conversations.types import AuthenticatedHttpRequest, ConversationId
 
 SIDEBAR_PAGE_SIZE = 50
@@ -40,6 +42,17 @@ def _sidebar_page(request: AuthenticatedHttpRequest, number: int | str) -> Page[
 @login_required
 @require_POST
 def conversation_new(request: AuthenticatedHttpRequest) -> HttpResponse:
+    try:
+        check_create_allowed(request.user)
+    except TooManyConversations as refused:
+        response = render(
+            request,
+            "conversations/list.html",
+            {"sidebar": _sidebar_page(request, 1), "error": str(refused)},
+            status=429,
+        )
+        response["Retry-After"] = str(refused.retry_after)
+        return response
     conversation = conversation_create(owner=request.user)
     return redirect(conversation)
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -32,6 +33,16 @@ def scripted_engine(settings: Any) -> Any:
     yield get_engine("scripted")
     reset_engines()
     channel_layers.backends.clear()
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(settings: Any) -> None:
+    """Every test counts rate limits from zero: its own key prefix, as cache.clear() would
+    FLUSHDB a Redis database that the channel layer (and other test runs) share."""
+    settings.CACHES = {
+        name: {**config, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"}
+        for name, config in settings.CACHES.items()
+    }
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from conversations.services.errors import (
     NothingToCancel,
     ReplyInProgress,
 )
-from conversations.services.limits import check_send_allowed
+from conversations.services.limits import check_send_allowed, send_accepted
 
 logger = logging.getLogger("chatsite.generation")
 
@@ -77,6 +77,8 @@ def reply_create(
             raise ReplyInProgress(
                 "A reply is still being written. Wait for it or press Stop, then send again."
             ) from None
+        # Counted here, still under the owner's lock: only a send that nothing refused counts.
+        send_accepted(owner)
         # Conditional: this socket's copy of the conversation may predate a rename in another tab.
         Conversation.objects.filter(pk=conversation.pk, title="", title_is_custom=False).update(
             title=" ".join(content.split())[:80]

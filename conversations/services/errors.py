@@ -22,11 +22,21 @@ class NothingToCancel(SendRefused):
 class RateLimited(SendRefused):
     code = "rate_limited"
 
+    def __init__(self, message: str, *, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after  # seconds, where waiting is the cure
+
 
 class TooManyActive(RateLimited):
     """Its own code, because the cure differs: finish or stop a reply instead of waiting."""
 
     code = "too_many_active"
+
+
+class TooManyConversations(RateLimited):
+    """Refuses a new conversation (a page or API request, not a send)."""
+
+    code = "too_many_conversations"
 
 
 class ConversationGone(SendRefused):

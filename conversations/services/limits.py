@@ -1,13 +1,24 @@
-"""Per-user limits on sends, checked before a reply is created."""
+"""Per-user limits on sends and new conversations.
 
-from datetime import timedelta
+Rates are counted in the cache (conversations.services.ratelimits), not from rows: a user who
+deletes conversations deletes their messages too, and with them any count taken from rows.
+Replies being written are live state and are counted from rows.
+"""
 
 from django.conf import settings
-from django.utils import timezone
 
 from conversations.models import Conversation, Message
-from conversations.services.errors import DuplicateSend, RateLimited, TooManyActive
+from conversations.services import ratelimits
+from conversations.services.errors import (
+    DuplicateSend,
+    RateLimited,
+    TooManyActive,
+    TooManyConversations,
+)
 from conversations.types import User
+
+SEND = "send"
+NEW_CONVERSATION = "new-conversation"
 
 
 def check_send_allowed(
@@ -18,22 +29,46 @@ def check_send_allowed(
     A send whose idempotency key was already used raises DuplicateSend first: its message went
     through, and a limit's "try again later" would tell the client the opposite.
 
-    reply_create calls this inside its transaction with the user's row locked, so sends racing
-    in several processes are counted one after another.
+    reply_create calls this inside its transaction with the user's row locked, and calls
+    send_accepted once the send is saved, so sends racing in several processes are checked and
+    counted one after another.
     """
     if conversation is not None and idempotency_key:
         sent = Message.objects.filter(conversation=conversation, idempotency_key=idempotency_key)
         if sent.exists():
             raise DuplicateSend("This message was already sent.")
-    mine = Message.objects.filter(conversation__owner=user)
     limit = settings.CHAT_MAX_ACTIVE_PER_USER
-    if mine.active().count() >= limit:
+    if Message.objects.filter(conversation__owner=user).active().count() >= limit:
         raise TooManyActive(
             f"You already have {limit} replies being written. Wait for one to finish or stop it."
         )
     per_minute = settings.CHAT_SENDS_PER_MINUTE
-    recent = mine.filter(
-        role=Message.Role.USER, created_at__gte=timezone.now() - timedelta(minutes=1)
-    )
-    if recent.count() >= per_minute:
-        raise RateLimited(f"You can send {per_minute} messages a minute. Try again shortly.")
+    used = ratelimits.usage(SEND, user.pk)
+    if used.count >= per_minute:
+        raise RateLimited(
+            f"You can send {per_minute} messages a minute. "
+            f"Try again in {used.retry_after} seconds.",
+            retry_after=used.retry_after,
+        )
+
+
+def send_accepted(user: User) -> None:
+    """Count a send that check_send_allowed let through and that was saved."""
+    ratelimits.hit(SEND, user.pk)
+
+
+def check_create_allowed(user: User) -> None:
+    """Count a new conversation, or raise TooManyConversations if it is one too many.
+
+    The count goes up before it is compared (one atomic INCR), so creates racing in several
+    processes cannot all see room for one more; a refused create counts too, which changes
+    nothing, since the window closes at the time it was going to anyway.
+    """
+    per_minute = settings.CHAT_CONVERSATIONS_PER_MINUTE
+    used = ratelimits.hit(NEW_CONVERSATION, user.pk)
+    if used.count > per_minute:
+        raise TooManyConversations(
+            f"You can start {per_minute} conversations a minute. "
+            f"Try again in {used.retry_after} seconds.",
+            retry_after=used.retry_after,
+        )

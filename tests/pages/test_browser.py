@@ -8,6 +8,7 @@ file) and serves collectstatic's output through WhiteNoise.
 from __future__ import annotations
 
 import contextlib
+import http.server
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -49,11 +51,34 @@ print(json.dumps({"alice_conversation": str(secret.pk)}))
 """
 
 
+# Runs in the server's environment: the contents of one conversation's messages, as stored.
+STORED_SCRIPT = """
+import json, sys, django
+django.setup()
+from conversations.models import Message
+contents = Message.objects.filter(conversation_id=sys.argv[1]).values_list("content", flat=True)
+print(json.dumps(list(contents)))
+"""
+
+
 @dataclass
 class Server:
     base: str
     port: int
     alice_conversation: str
+    env: dict[str, str]
+
+    def stored_messages(self, conversation: str) -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-c", STORED_SCRIPT, conversation],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        return list(json.loads(result.stdout.strip().splitlines()[-1]))
 
 
 @contextlib.contextmanager
@@ -141,7 +166,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
                 log=(tmp / "daphne.log").read_text,
                 interval=0.2,
             )
-            yield Server(base=base, port=port, alice_conversation=data["alice_conversation"])
+            yield Server(
+                base=base, port=port, alice_conversation=data["alice_conversation"], env=env
+            )
         finally:
             process.terminate()
             try:
@@ -490,3 +517,72 @@ def test_it_catches_up_after_the_socket_reconnects(
     page.locator("#stop-button").click()
     for tab in (page, other):
         expect(tab.locator(f"#{second_reply} .marker.stopped")).to_have_text("Stopped.")
+
+
+# Opens alice's socket from whatever page runs it and records what happens in `window.result`.
+OPEN_SOCKET_SCRIPT = """
+({url, content}) => {
+  window.result = {opened: false, closed: null, messages: []};
+  const socket = new WebSocket(url, "chatsite.v1.json");
+  socket.onopen = () => {
+    window.result.opened = true;
+    if (content) socket.send(JSON.stringify({action: "send", content: content}));
+  };
+  socket.onmessage = (event) => window.result.messages.push(event.data);
+  socket.onclose = (event) => { window.result.closed = event.code; };
+  window.socket = socket;
+}
+"""
+SOCKET_SETTLED = (
+    "() => window.result && (window.result.closed !== null || window.result.messages.length > 0)"
+)
+
+
+@contextlib.contextmanager
+def other_site(html: str) -> Iterator[str]:
+    """A plain HTTP server on another loopback port serving one page: the attacker's site."""
+
+    class OnePage(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = html.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass  # keep the test output quiet
+
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OnePage)
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{site.server_address[1]}/"
+    finally:
+        site.shutdown()
+        site.server_close()
+
+
+def test_it_refuses_alice_s_socket_opened_by_a_page_on_another_port(
+    server: Server, alice: BrowserContext
+) -> None:
+    socket_url = f"ws://127.0.0.1:{server.port}/ws/conversations/{server.alice_conversation}/"
+
+    # Control: from our own page the same script opens her socket, so a refusal below is the
+    # origin check's doing, not a wrong URL, subprotocol or cookie.
+    ours = home(alice, server.base)
+    ours.evaluate(OPEN_SOCKET_SCRIPT, {"url": socket_url, "content": None})
+    ours.wait_for_function("() => window.result.opened")
+    ours.evaluate("() => window.socket.close()")
+    ours.close()
+
+    # Same host, another port: the browser sends alice's cookies (they ignore the port).
+    script = f"({OPEN_SOCKET_SCRIPT})({json.dumps({'url': socket_url, 'content': 'stolen'})});"
+    with other_site(f"<!doctype html><script>{script}</script>") as url:
+        page = alice.new_page()
+        page.goto(url)
+        page.wait_for_function(SOCKET_SETTLED)
+        result = page.evaluate("() => window.result")
+    assert not result["opened"] and result["messages"] == [], result
+    assert result["closed"] == 1006, result  # the handshake was refused (HTTP 403)
+    assert "stolen" not in server.stored_messages(server.alice_conversation)

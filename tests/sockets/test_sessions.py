@@ -42,7 +42,7 @@ async def open_socket(application: Any) -> AsyncIterator[Callable[..., Any]]:
         communicator = WebsocketCommunicator(
             application,
             f"/ws/conversations/{conversation.pk}/",
-            headers=[(b"cookie", cookie), (b"origin", ORIGIN)],
+            headers=[(b"cookie", cookie), (b"host", b"127.0.0.1"), (b"origin", ORIGIN)],
             subprotocols=[JSON_SUBPROTOCOL],
         )
         connected, _ = await communicator.connect(timeout=10)
