@@ -155,6 +155,9 @@ class Servers:
             # One bench user owns every stream; per-user limits would refuse most of them.
             CHAT_MAX_ACTIVE_PER_USER="1000000",
             CHAT_SENDS_PER_MINUTE="1000000",
+            # A bench socket sends reply after reply and Stop after Stop, far faster than a person.
+            CHAT_SOCKET_FRAMES_PER_SECOND="1000000",
+            CHAT_SOCKET_FRAME_BURST="1000000",
             CHAT_MAX_PROMPT_CHARS="8000",
             LOG_LEVEL="INFO",
         )

@@ -193,9 +193,13 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
 
     async def _session_ended(self) -> None:
         logger.info("session ended: closing a socket of user %s", self.user_id)
-        self.tab = TabState(self.tab.quiet_s)  # nothing more is shown
+        await self._close_for_good(CLOSE_SESSION_ENDED)
+
+    async def _close_for_good(self, code: int) -> None:
+        """Show nothing more (events still in flight are dropped) and close with `code`."""
+        self.tab = TabState(self.tab.quiet_s)
         await self.channel_layer.group_discard(self.conversation.group_name, self.channel_name)
-        await self.close(code=CLOSE_SESSION_ENDED)
+        await self.close(code=code)
 
     async def _close_at_session_expiry(self) -> None:
         expires = await database_sync_to_async(sessions.session_expires_at)(self.session_key)
@@ -206,12 +210,11 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
             expires = await database_sync_to_async(sessions.session_expires_at)(self.session_key)
 
     async def chat_deleted(self, message: dict[str, Any]) -> None:
-        """The conversation was deleted (in another tab, the API, the admin): say so, and close."""
+        """The conversation was deleted (in another tab or through the API): say so, and close."""
         await self._send(
             self.renderer.error("conversation_deleted", "This conversation was deleted.")
         )
-        self.tab = TabState(self.tab.quiet_s)
-        await self.close(code=CLOSE_NOT_FOUND)
+        await self._close_for_good(CLOSE_NOT_FOUND)
 
     async def _for_the_generation(self, message: dict[str, Any]) -> None:
         """Every member of the group receives the generation's events too; tabs ignore them."""
