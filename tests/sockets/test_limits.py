@@ -64,6 +64,8 @@ async def test_a_send_refused_as_in_progress_does_not_count(
 
     assert events[-1]["code"] == "reply_in_progress"
     assert ratelimits.usage("send", alice.pk).count == 1
+    (await stepped_engine.next_stream()).end()  # the first reply ends before the test does
+    await socket.receive_until(lambda e: e["type"] == "message.finished")
 
 
 def test_the_send_count_is_kept_per_user(alice: Any, charlie: Any) -> None:

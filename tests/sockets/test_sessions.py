@@ -20,7 +20,7 @@ from conversations.consumers import CLOSE_SESSION_ENDED
 from conversations.models import Conversation, Message
 from conversations.renderers import JSON_SUBPROTOCOL
 from tests.support.db import close_worker_connections
-from tests.support.sockets import Socket, signed_in_session
+from tests.support.sockets import Socket, finished, signed_in_session
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -137,3 +137,4 @@ async def test_a_user_saved_for_a_login_keeps_the_sockets_open(
     await database_sync_to_async(signed_in_session)(alice)  # a login elsewhere stamps last_login
     await socket.send(action="send", content="hello")
     assert (await socket.receive())["type"] == "message.started"
+    await socket.receive_until(finished)  # the reply ends before the test does
