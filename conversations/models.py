@@ -41,8 +41,17 @@ class ConversationQuerySet(models.QuerySet["Conversation"]):
         return queryset
 
     def newest_first(self) -> "ConversationQuerySet":
-        # The primary key breaks ties so that pages and exports never repeat or skip a row.
+        # The primary key breaks ties so that pages never repeat or skip a row.
         return self.order_by("-updated_at", "-pk")
+
+    def oldest_created_first(self) -> "ConversationQuerySet":
+        """A total order that no write changes, for keyset pages: neither field ever changes
+        (updated_at moves with every message), and the primary key breaks ties."""
+        return self.order_by("created_at", "pk")
+
+    def created_after(self, created_at: datetime, pk: uuid.UUID) -> "ConversationQuerySet":
+        """Conversations after (created_at, pk) in oldest_created_first's order."""
+        return self.filter(Q(created_at__gt=created_at) | Q(created_at=created_at, pk__gt=pk))
 
     def with_stats(self) -> "ConversationQuerySet":
         """Annotates message_count and the last reply's last_status, last_engine, last_model."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator, Iterable
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpResponse
@@ -30,8 +31,9 @@ FORMATS = {
     "txt": Format("text/plain; charset=utf-8", "txt"),
 }
 JSONL_CONTENT_TYPE = "application/x-ndjson"
-# Conversations per database round trip in the JSONL export; memory holds one such batch.
-JSONL_CHUNK_SIZE = 50
+# Conversations per database round trip in the JSONL export. A page may read up to a batch more
+# than it keeps, so batches are small: one conversation can hold megabytes.
+JSONL_CHUNK_SIZE = 20
 
 
 def with_messages(conversations: QuerySet[Conversation]) -> QuerySet[Conversation]:
@@ -127,22 +129,38 @@ def download(body: str, fmt: str, *, stem: str) -> HttpResponse:
     )
 
 
-def iter_jsonl(conversations: QuerySet[Conversation]) -> Generator[bytes, None, None]:
-    """One JSON object a line per conversation, read and written a batch at a time.
+@dataclass(frozen=True)
+class JsonlPage:
+    body: bytes
+    # The page's last conversation when more follow it (the next page starts after it), else None.
+    last: Conversation | None
 
-    iterator(chunk_size=...) with prefetch_related fetches each batch's messages in one query,
-    so memory holds one batch, however long the history, and queries grow by two a batch.
+
+def jsonl_page(conversations: QuerySet[Conversation], *, max_bytes: int) -> JsonlPage:
+    """One JSON object a line per conversation, in the queryset's order, up to max_bytes.
+
+    A page holds at least one conversation, however long. Conversations are read a batch at a
+    time (iterator(chunk_size=...) with prefetch_related: two queries a batch), and reading stops
+    at the first one that does not fit: memory holds the page and one batch, however long the
+    history.
     """
     serializer = ConversationDetailSerializer()  # unbound and reused: fields are built once
-    batch: list[str] = []
-    for conversation in with_messages(conversations).iterator(chunk_size=JSONL_CHUNK_SIZE):
-        data = serializer.to_representation(conversation)
-        # Prefetched messages point back at their conversation: a reference cycle that only the
-        # (rarely running) full garbage collection would free. Dropping it frees each batch now.
-        conversation._prefetched_objects_cache.clear()  # type: ignore[attr-defined]
-        batch.append(json.dumps(data, cls=JSONEncoder, ensure_ascii=False) + "\n")
-        if len(batch) == JSONL_CHUNK_SIZE:
-            yield "".join(batch).encode()
-            batch = []
-    if batch:
-        yield "".join(batch).encode()
+    lines: list[bytes] = []
+    size = 0
+    previous: Conversation | None = None
+    # A page that stops early closes the database cursor now, not whenever the generator is
+    # collected. (iterator() returns a generator; the stubs only promise an Iterator.)
+    batches = with_messages(conversations).iterator(chunk_size=JSONL_CHUNK_SIZE)
+    with closing(cast("Generator[Conversation, None, None]", batches)) as rows:
+        for conversation in rows:
+            data = serializer.to_representation(conversation)
+            # Prefetched messages point back at their conversation: a reference cycle that only
+            # the (rarely running) full garbage collection would free. Dropping it frees them now.
+            conversation._prefetched_objects_cache.clear()  # type: ignore[attr-defined]
+            line = (json.dumps(data, cls=JSONEncoder, ensure_ascii=False) + "\n").encode()
+            if lines and size + len(line) > max_bytes:
+                return JsonlPage(b"".join(lines), last=previous)
+            lines.append(line)
+            size += len(line)
+            previous = conversation
+    return JsonlPage(b"".join(lines), last=None)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Generator, Iterable, Iterator
+from collections.abc import Iterable
 
-from asgiref.sync import sync_to_async
-from django.core.handlers.asgi import ASGIRequest
+from django.conf import settings
 from django.db.models import QuerySet
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -21,9 +20,10 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
+from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
-from conversations.api import exports
+from conversations.api import cursors, exports
 from conversations.api.serializers import (
     ConversationDetailSerializer,
     ConversationFilterSerializer,
@@ -41,7 +41,7 @@ class ConversationPagination(PageNumberPagination):
 
 
 def filtered(request: Request) -> ConversationQuerySet:
-    """The caller's conversations narrowed by ?q=, ?since= and ?until=, newest first."""
+    """The caller's conversations narrowed by ?q=, ?since= and ?until=, in no order yet."""
     filters = ConversationFilterSerializer(data=request.query_params)
     filters.is_valid(raise_exception=True)
     params = filters.validated_data
@@ -49,7 +49,6 @@ def filtered(request: Request) -> ConversationQuerySet:
         Conversation.objects.visible_to(request.user)
         .search(params.get("q", ""))
         .in_range(params.get("since"), params.get("until"))
-        .newest_first()
     )
 
 
@@ -71,7 +70,7 @@ class ConversationList(generics.ListAPIView[Conversation]):
     pagination_class = ConversationPagination
 
     def get_queryset(self) -> ConversationQuerySet:
-        return filtered(self.request).select_related("owner").with_stats()
+        return filtered(self.request).newest_first().select_related("owner").with_stats()
 
 
 @extend_schema_view(
@@ -137,34 +136,56 @@ class ConversationExport(APIView):
         return exports.download(body, fmt, stem=str(conversation))
 
 
+EXPORT_CURSOR = OpenApiParameter(
+    "cursor",
+    OpenApiTypes.STR,
+    description="Where the page starts: copy it from the previous page's `Link` header, as it is.",
+)
+NEXT_PAGE = OpenApiParameter(
+    "Link",
+    OpenApiTypes.STR,
+    location=OpenApiParameter.HEADER,
+    response=[200],
+    description='`<url>; rel="next"` (RFC 8288) while more conversations remain: the next '
+    "page's absolute URL, with your filters and a cursor. Absent on the last page.",
+)
+
+
 class JsonlExport(APIView):
     @extend_schema(
         operation_id="conversations_export_jsonl",
         tags=["conversations"],
-        summary="Download all your conversations, one JSON object a line",
-        description="Streamed: the server holds one batch of conversations at a time.",
-        parameters=[ConversationFilterSerializer],
-        responses={(200, exports.JSONL_CONTENT_TYPE): OpenApiTypes.STR, 400: BAD_QUERY},
+        summary="Download your conversations, one JSON object a line, a page at a time",
+        description=(
+            "Oldest created first, a page at a time: a response holds up to about "
+            "CHAT_EXPORT_PAGE_BYTES of conversations (4 MiB by default), and at least one. While "
+            'more remain it carries `Link: <url>; rel="next"`; follow it until a response comes '
+            "without one. That URL repeats your `q`/`since`/`until` filters and adds an opaque, "
+            "signed `cursor`. Paging is stable: conversations created meanwhile come at the end, "
+            "and one that gets new messages meanwhile is neither repeated nor skipped."
+        ),
+        parameters=[ConversationFilterSerializer, EXPORT_CURSOR, NEXT_PAGE],
+        responses={
+            (200, exports.JSONL_CONTENT_TYPE): OpenApiTypes.STR,
+            400: OpenApiResponse(
+                description="A filter that is not valid, or a cursor this server did not issue."
+            ),
+        },
     )
-    def get(self, request: Request) -> StreamingHttpResponse:
-        lines = exports.iter_jsonl(filtered(request))
-        content: Iterator[bytes] | AsyncIterator[bytes] = lines
-        if isinstance(request._request, ASGIRequest):
-            # Under ASGI Django would drain a plain iterator into memory before sending it.
-            content = _in_worker_thread(lines)
-        return StreamingHttpResponse(
-            content,
+    def get(self, request: Request) -> HttpResponse:
+        # Bounded pages, not one streamed response: daphne's send() never waits for the client,
+        # so a slow reader of a stream made the server buffer the whole history in memory.
+        # The keyset is (created_at, pk), never updated_at, which moves as conversations go on.
+        conversations = filtered(request).oldest_created_first()
+        conversations = cursors.after(conversations, request.query_params.get("cursor", ""))
+        page = exports.jsonl_page(conversations, max_bytes=settings.CHAT_EXPORT_PAGE_BYTES)
+        response = HttpResponse(
+            page.body,
             content_type=exports.JSONL_CONTENT_TYPE,
             headers={"Content-Disposition": 'attachment; filename="conversations.jsonl"'},
         )
-
-
-async def _in_worker_thread(lines: Generator[bytes, None, None]) -> AsyncIterator[bytes]:
-    """Pull a blocking iterator from the request's sync thread, where its database cursor lives."""
-    pull = sync_to_async(lambda: next(lines, None), thread_sensitive=True)
-    try:
-        while (chunk := await pull()) is not None:
-            yield chunk
-    finally:
-        # A client that leaves mid-download must not leave the server-side cursor open.
-        await sync_to_async(lines.close, thread_sensitive=True)()
+        if page.last is not None:
+            cursor = cursors.cursor_after(page.last)
+            next_url = replace_query_param(request.build_absolute_uri(), "cursor", cursor)
+            response.headers["Link"] = f'<{next_url}>; rel="next"'
+        return response

@@ -1,26 +1,21 @@
-"""The REST API, its exports, API tokens, and renaming/deleting from the chat page."""
+"""The REST API, its per-conversation exports, API tokens, and renaming/deleting from the chat
+page. export.jsonl has tests of its own (test_export_jsonl.py, test_export_memory.py)."""
 
 from __future__ import annotations
 
-import gc
 import json
-import tracemalloc
-import warnings
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
-from django.test import AsyncClient, Client
-from django.test.utils import CaptureQueriesContext
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from conversations.api import exports
 from conversations.api.serializers import message_data
 from conversations.api.tokens import api_token_create, key_hash
 from conversations.models import ApiToken, Conversation, Message
-from tests.support.db import close_worker_connections
+from tests.support.history import add_exchange
 
 TIMESTAMPS = (
     "created_at",
@@ -29,76 +24,6 @@ TIMESTAMPS = (
     "cancel_requested_at",
     "cancel_confirmed_at",
 )
-
-
-def add_exchange(conversation: Conversation, prompt: str, **reply: Any) -> Message:
-    """A user message and the assistant's reply, with the metrics a real generation leaves."""
-    Message.objects.create(conversation=conversation, role="user", content=prompt)
-    answer = Message.objects.create(
-        conversation=conversation,
-        role="assistant",
-        content=reply.pop("content", f"An answer to {prompt}"),
-        engine="scripted",
-        model="scripted-1",
-        request_id=f"req-{prompt[:20]}",
-        prompt_tokens=12,
-        completion_tokens=reply.pop("completion_tokens", 8),
-        finish_reason=reply.pop("finish_reason", "stop"),
-        **reply,
-    )
-    start = answer.created_at
-    Message.objects.filter(pk=answer.pk).update(
-        first_token_at=start + timedelta(milliseconds=150),
-        finished_at=start + timedelta(seconds=2),
-    )
-    answer.refresh_from_db()
-    return answer
-
-
-@pytest.fixture
-def history(conversation: Conversation) -> Conversation:
-    """alice's conversation: a complete reply, a reply she stopped and one that failed."""
-    add_exchange(conversation, "What is a socket?")
-    stopped_at = timezone.now()
-    add_exchange(
-        conversation,
-        "Tell me a long story",
-        content="Once upon a",
-        status="cancelled",
-        completion_tokens=3,
-        finish_reason="abort",
-        cancelled_by="alice",
-        cancel_requested_at=stopped_at,
-        cancel_confirmed_at=stopped_at + timedelta(milliseconds=12),
-        cancel_latency_ms=12.0,
-    )
-    add_exchange(
-        conversation,
-        "And now?",
-        content="",
-        status="error",
-        error="engine crashed",
-        finish_reason="",
-    )
-    return conversation
-
-
-@pytest.fixture
-def token_key(alice: Any) -> str:
-    return api_token_create(user=alice, name="tests")[1]
-
-
-@pytest.fixture
-def api(token_key: str) -> Client:
-    """alice's API client, authenticated with her token."""
-    return Client(headers={"Authorization": f"Bearer {token_key}"})
-
-
-@pytest.fixture
-def charlie_api(charlie: Any) -> Client:
-    return Client(
-        headers={"Authorization": f"Bearer {api_token_create(user=charlie, name='c')[1]}"}
-    )
 
 
 def urls(conversation_id: Any) -> dict[str, str]:
@@ -110,11 +35,6 @@ def urls(conversation_id: Any) -> dict[str, str]:
         "export markdown": f"{export}?format=markdown",
         "export txt": f"{export}?format=txt",
     }
-
-
-def jsonl(response: Any) -> list[dict[str, Any]]:
-    body = b"".join(response.streaming_content).decode()
-    return [json.loads(line) for line in body.splitlines()]
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -262,111 +182,6 @@ def test_it_names_an_untitled_export_and_keeps_non_ascii_titles(api: Client, ali
     assert disposition(accented) == 'attachment; filename="cafe-deja-vu.txt"'
 
 
-# --- JSONL ---------------------------------------------------------------------------------------
-
-
-def test_it_exports_every_conversation_as_json_lines(api: Client, history: Conversation) -> None:
-    other = Conversation.objects.create(owner=history.owner, title="second")
-
-    response = api.get(reverse("api-export-jsonl"))
-
-    assert response.streaming
-    assert response["Content-Type"] == "application/x-ndjson"
-    lines = jsonl(response)
-    assert [line["id"] for line in lines] == [str(other.pk), str(history.pk)]
-    assert lines[1]["messages"] == [message_data(m) for m in history.messages.all()]
-    assert [
-        line["id"] for line in jsonl(api.get(reverse("api-export-jsonl"), {"q": "second"}))
-    ] == [str(other.pk)]
-
-
-def make_history(owner: Any, conversations: int, per_conversation: int, text: str = "") -> None:
-    created = Conversation.objects.bulk_create(
-        Conversation(owner=owner, title=f"chat {i}") for i in range(conversations)
-    )
-    Message.objects.bulk_create(
-        Message(conversation=c, role="user", content=f"message {n} of {c.title}{text}")
-        for c in created
-        for n in range(per_conversation)
-    )
-
-
-def peak_memory_of_export(api: Client) -> int:
-    """Peak bytes Python allocated while the whole JSONL export streamed past."""
-    response: Any = api.get(reverse("api-export-jsonl"))
-    tracemalloc.start()
-    try:
-        for _ in response.streaming_content:
-            pass
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
-def test_it_streams_a_large_history_a_batch_at_a_time(api: Client, alice: Any) -> None:
-    conversations = 3 * exports.JSONL_CHUNK_SIZE
-    per_conversation = 20
-    make_history(alice, conversations, per_conversation)
-    response: Any = api.get(reverse("api-export-jsonl"))
-    chunks = iter(response.streaming_content)
-
-    with CaptureQueriesContext(connection) as first_batch:
-        first = next(chunks).decode().splitlines()
-    with CaptureQueriesContext(connection) as rest:
-        remaining = b"".join(chunks).decode().splitlines()
-
-    # The first chunk is one batch of conversations, read with one query for the
-    # conversations and one for their messages: nothing more was loaded before it was sent.
-    assert len(first) == exports.JSONL_CHUNK_SIZE
-    assert len(first_batch.captured_queries) <= 2
-    lines = [json.loads(line) for line in first + remaining]
-    assert len(lines) == conversations
-    assert sum(len(line["messages"]) for line in lines) == conversations * per_conversation
-    assert len(first_batch.captured_queries) + len(rest.captured_queries) <= 2 * 3 + 1
-    assert lines[0]["messages"][0]["content"] == f"message 0 of {lines[0]['title']}"
-    assert [m["content"] for m in lines[0]["messages"]] == [
-        f"message {n} of {lines[0]['title']}" for n in range(per_conversation)
-    ]
-
-
-def test_it_exports_a_four_times_longer_history_in_the_same_memory(api: Client, alice: Any) -> None:
-    # Without the cycle collector, memory is freed only by reference counting: what a batch
-    # leaves behind (a reference cycle, a cache) would add up batch after batch.
-    filler = " lorem ipsum" * 40
-    gc.collect()
-    gc.disable()
-    try:
-        make_history(alice, 2 * exports.JSONL_CHUNK_SIZE, 20, filler)
-        peak_small = peak_memory_of_export(api)
-        make_history(alice, 6 * exports.JSONL_CHUNK_SIZE, 20, filler)
-        peak_large = peak_memory_of_export(api)
-    finally:
-        gc.enable()
-
-    assert peak_large < 1.3 * peak_small, (peak_small, peak_large)
-
-
-@pytest.mark.django_db(transaction=True)
-async def test_it_streams_json_lines_under_asgi_without_buffering(
-    token_key: str, history: Conversation
-) -> None:
-    # Headers go with the request: AsyncClient(headers=...) sends them under the wrong names.
-    bearer = {"Authorization": f"Bearer {token_key}"}
-    with warnings.catch_warnings():
-        # Django warns when it must drain a synchronous iterator into memory under ASGI.
-        warnings.filterwarnings("error", message=".*consume synchronous iterators")
-        try:
-            response: Any = await AsyncClient().get(reverse("api-export-jsonl"), headers=bearer)
-            assert response.is_async
-            body = b"".join([chunk async for chunk in response.streaming_content])
-        finally:
-            await close_worker_connections()
-
-    (line,) = [json.loads(text) for text in body.decode().splitlines()]
-    assert line["id"] == str(history.pk)
-    assert len(line["messages"]) == 6
-
-
 # --- delete --------------------------------------------------------------------------------------
 
 
@@ -425,7 +240,8 @@ def test_it_leaves_alice_conversations_out_of_charlie_lists_and_exports(
     assert (
         charlie_api.get(reverse("api-conversation-list"), {"q": "socket"}).json()["results"] == []
     )
-    assert jsonl(charlie_api.get(reverse("api-export-jsonl"))) == []
+    export = charlie_api.get(reverse("api-export-jsonl"))
+    assert export.status_code == 200 and export.content == b""
 
 
 @pytest.mark.parametrize(

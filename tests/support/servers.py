@@ -119,6 +119,12 @@ class ServerProcess:
             timeout=timeout,
         )
 
+    def rss(self) -> int:
+        """The process's resident memory in bytes: VmRSS in /proc/<pid>/status."""
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        (kib,) = [line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")]
+        return int(kib) * 1024
+
     def kill(self) -> None:
         """kill -9: no cleanup, like a crashed or OOM-killed process."""
         if self.process.poll() is None:
