@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import latency, model, report, throughput
+from bench import flood, latency, model, report, throughput
 from bench.config import SAMPLER_CONVERSATIONS, SCENARIOS, Config, preset
 from bench.server import Servers, Setup, running, services_missing
 
@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         "delivery": {},
         "concurrency": {},
         "memory": {},
+        "flood": {},
         "model": {},
         "notes": [],
     }
@@ -143,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
             sweep="concurrency" in wanted and (full or setup.processes > 1 or len(setups) == 1),
             delivery="delivery" in wanted and (full or index == 0),
         )
+        if "flood" in wanted and (full or index == 0):
+            _step(f"{setup.name}: another user's latency while one user floods")
+            results["flood"][setup.name] = flood.measure(cfg, setup, folder)
     if "model" in cfg.scenarios:
         _model_phase(cfg, setups[0] if setups else Setup("mem1", 1, "", ""), folder, results)
     results["meta"]["duration_s"] = round(time.monotonic() - began, 1)

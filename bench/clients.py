@@ -109,7 +109,14 @@ async def open_socket(port: int, conversation_id: str, cookie: str, tries: int =
 
 
 async def _open_socket(port: int, conversation_id: str, cookie: str) -> Sock:
-    ws = await connect(
+    ws = await _connect(port, conversation_id, cookie)
+    if ws.subprotocol != SUBPROTOCOL:
+        raise RuntimeError("the server did not accept the JSON subprotocol")
+    return Sock(ws)
+
+
+async def _connect(port: int, conversation_id: str, cookie: str) -> ClientConnection:
+    return await connect(
         f"ws://127.0.0.1:{port}/ws/conversations/{conversation_id}/",
         subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
         additional_headers={"Cookie": f"sessionid={cookie}", "Origin": f"http://127.0.0.1:{port}"},
@@ -119,9 +126,6 @@ async def _open_socket(port: int, conversation_id: str, cookie: str) -> Sock:
         open_timeout=120,
         max_size=None,
     )
-    if ws.subprotocol != SUBPROTOCOL:
-        raise RuntimeError("the server did not accept the JSON subprotocol")
-    return Sock(ws)
 
 
 class Client:
@@ -216,8 +220,10 @@ class Client:
         count: int,
         pace_ms: float,
         seed: int,
+        pause_s: float = 0.0,
     ) -> list[dict[str, Any]]:
-        """Send, let a few tokens stream, cancel at a random moment, wait for the final state.
+        """Send, let a few tokens stream, cancel at a random moment, wait for the final state;
+        then wait `pause_s` (a person's pace, inside the server's per-socket frame limit).
 
         The cancel goes out on a second socket connected to `cancel_port` (a second tab, maybe on
         the other process), or on the sending socket itself when the ports are the same. A
@@ -241,6 +247,7 @@ class Client:
                 while len(samples) < count:
                     samples.append(await _cancel_sample(sender, canceller, pace_ms, rng))
                     failures_in_row = 0
+                    await asyncio.sleep(pause_s)
             except (TimeoutError, ConnectionClosed, InvalidHandshake, OSError) as exc:
                 samples.append({"failed": f"{exc.__class__.__name__}: {exc}"[:200]})
                 failures_in_row += 1
@@ -272,6 +279,61 @@ class Client:
             "frame_chars": list(sock.frame_chars),
             "message": event["message"],
         }
+
+    async def flood(
+        self,
+        port: int,
+        conversation_id: str,
+        cookie: str,
+        sockets: int,
+        duration_s: float,
+        reopen_after_s: float | None,
+    ) -> dict[str, Any]:
+        """Send Stop frames as fast as each of `sockets` sockets can for `duration_s`, opening a
+        new socket `reopen_after_s` after the server closes or refuses one (None: never)."""
+        deadline = time.monotonic() + duration_s
+        counts = {"frames_sent": 0, "closed_by_server": 0, "refused_at_open": 0, "opened": 0}
+        answers: dict[str, int] = {}
+
+        async def one() -> None:
+            while time.monotonic() < deadline:
+                try:
+                    ws = await _connect(port, conversation_id, cookie)
+                except (InvalidHandshake, TimeoutError, OSError):
+                    counts["refused_at_open"] += 1
+                    if reopen_after_s is None:
+                        return
+                    await asyncio.sleep(reopen_after_s)
+                    continue
+                counts["opened"] += 1
+                reader = asyncio.create_task(_tally(ws, answers))
+                try:
+                    while time.monotonic() < deadline and not reader.done():
+                        await ws.send('{"action": "cancel"}')
+                        counts["frames_sent"] += 1
+                        await asyncio.sleep(0)  # the other sockets send, the readers read
+                except ConnectionClosed:
+                    pass
+                finally:
+                    await ws.close()
+                    await reader
+                if ws.close_code == 4429:
+                    counts["refused_at_open"] += 1
+                elif ws.close_code is not None and time.monotonic() < deadline:
+                    counts["closed_by_server"] += 1
+                if reopen_after_s is None:
+                    return
+                await asyncio.sleep(reopen_after_s)
+
+        await asyncio.gather(*(one() for _ in range(sockets)))
+        return {**counts, "answers": answers}
+
+
+async def _tally(ws: ClientConnection, answers: dict[str, int]) -> None:
+    with contextlib.suppress(ConnectionClosed):
+        async for raw in ws:
+            code = json.loads(raw).get("code", "?")
+            answers[code] = answers.get(code, 0) + 1
 
 
 async def _cancel_sample(

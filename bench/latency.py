@@ -34,7 +34,7 @@ def measure(cfg: Config, servers: Servers, cookie: str) -> dict[str, Any]:
     pools = iter(range(1, SAMPLER_CONVERSATIONS, 3))  # three conversations per condition
     try:
         # Warm-up: the first replies of a process pay for imports, templates and connections.
-        _samples(cfg, servers, sampler, cookie, (ports[0], ports[-1]), 0, count=2, seed=0)
+        take_samples(cfg, servers, sampler, cookie, (ports[0], ports[-1]), 0, count=2, seed=0)
         for load in loads:
             started = _start_load(cfg, servers, load_workers, cookie, load) if load else 0
             for path, ports_used in paths.items():
@@ -42,10 +42,10 @@ def measure(cfg: Config, servers: Servers, cookie: str) -> dict[str, Any]:
                     f"{load} other streams" if load else "idle"
                 )
                 seed = len(results) + 1
-                raw = _samples(
+                raw = take_samples(
                     cfg, servers, sampler, cookie, ports_used, next(pools), cfg.samples, seed
                 )
-                results[condition] = _summarize(raw)
+                results[condition] = summarize(raw)
                 results[condition]["setup"] = servers.setup.describe()
                 if load:
                     results[condition]["load_streams_started"] = started
@@ -87,7 +87,7 @@ def _start_load(
     return sum(o["opened"] for o in opened)
 
 
-def _samples(
+def take_samples(
     cfg: Config,
     servers: Servers,
     sampler: Worker,
@@ -96,6 +96,7 @@ def _samples(
     first_conversation: int,
     count: int,
     seed: int,
+    pause_s: float = 0.0,
 ) -> list[dict[str, Any]]:
     samples: list[dict[str, Any]] = sampler.call(
         "cancel_samples",
@@ -106,6 +107,7 @@ def _samples(
         count=count,
         pace_ms=cfg.pace_ms,
         seed=seed,
+        pause_s=pause_s,
     )
     done = [s for s in samples if "failed" not in s]
     records = servers.records([s["request_id"] for s in done])
@@ -118,7 +120,7 @@ def _timestamp(value: str | None) -> float | None:
     return datetime.fromisoformat(value).timestamp() if value else None
 
 
-def _summarize(samples: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(samples: list[dict[str, Any]]) -> dict[str, Any]:
     ttft_overhead, client_ttft, cancel, server_cancel, after = [], [], [], [], []
     not_cancelled = missing = 0
     failed = [s["failed"] for s in samples if "failed" in s]

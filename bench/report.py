@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+# The flood the target is about (bench/flood.py): sockets sending frames as fast as they can.
+FRAME_FLOOD = "frame flood"
+
 DEFINITIONS = {
     "ttft_overhead_ms": "client receipt of the first message.delta minus the scripted engine's "
     "time.time() as it emitted the first token (read from the engine's record afterwards)",
@@ -83,6 +86,16 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                 f"{per / 1024:.1f} KB",
                 per < 100 * 1024,
             )
+    for name, data in results.get("flood", {}).items():
+        quiet = data["runs"]["quiet"]["client_ttft_ms"]
+        flooded = data["runs"][FRAME_FLOOD]["client_ttft_ms"]
+        if quiet.get("n") and flooded.get("n"):
+            add(
+                f"client TTFT while another user floods frames ({name})",
+                "p50 and p95 within 20 ms of the quiet run",
+                f"p50 {quiet['p50']} -> {flooded['p50']} ms, p95 {quiet['p95']} -> {flooded['p95']} ms",
+                flooded["p50"] <= quiet["p50"] + 20 and flooded["p95"] <= quiet["p95"] + 20,
+            )
     model = results.get("model", {})
     if "decode_tokens_per_s" in model:
         ratio = model["decode_tokens_per_s"]["ratio"]
@@ -157,6 +170,25 @@ def table(results: dict[str, Any]) -> str:
             f"\nIdle sockets on {name}: {data['sockets']} open, {data['bytes_per_socket'] / 1024:.1f} KB "
             f"each (daphne RSS {data['rss_before_mb']} -> {data['rss_after_mb']} MB)"
         )
+    for name, data in results.get("flood", {}).items():
+        lines += [
+            "",
+            f"Another user while one user floods on {name} ({data['setup']}, default limits; "
+            f"{data['sockets']} flooding sockets sending Stop frames as fast as they can)",
+            f"  {'':<36}client TTFT ms          cancel latency ms       server CPU  flood",
+        ]
+        for label, run in data["runs"].items():
+            flood = run.get("flood")
+            what = (
+                f"{flood['frames_sent']:,} frames sent, {flood['opened']} sockets opened, "
+                f"{flood['refused_at_open']} refused at open, {flood['closed_by_server']} closed"
+                if flood
+                else "-"
+            )
+            lines.append(
+                f"  {label:<36}{_ppp(run['client_ttft_ms']):<24}"
+                f"{_ppp(run['cancel_latency_ms']):<24}{run['server_cpu_utilisation']:<12}{what}"
+            )
     model = results.get("model", {})
     if "decode_tokens_per_s" in model:
         d, e = model["decode_tokens_per_s"], model["end_to_end_tokens_per_s"]

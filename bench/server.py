@@ -88,6 +88,9 @@ class Servers:
     session: str = ""
     metrics_token: str = field(default_factory=lambda: secrets.token_hex(16))
     env: dict[str, str] = field(default_factory=dict)
+    # False: per-socket limits raised for the bench's clients, which send reply after reply and
+    # Stop after Stop; True: chatsite's own defaults, for measuring what they protect.
+    default_socket_limits: bool = False
 
     @property
     def ports(self) -> list[int]:
@@ -155,12 +158,20 @@ class Servers:
             # One bench user owns every stream; per-user limits would refuse most of them.
             CHAT_MAX_ACTIVE_PER_USER="1000000",
             CHAT_SENDS_PER_MINUTE="1000000",
-            # A bench socket sends reply after reply and Stop after Stop, far faster than a person.
-            CHAT_SOCKET_FRAMES_PER_SECOND="1000000",
-            CHAT_SOCKET_FRAME_BURST="1000000",
             CHAT_MAX_PROMPT_CHARS="8000",
             LOG_LEVEL="INFO",
         )
+        if not self.default_socket_limits:
+            env.update(
+                # A bench socket sends reply after reply and Stop after Stop, far faster than a
+                # person, and one bench user holds every socket.
+                CHAT_SOCKET_FRAMES_PER_SECOND="1000000",
+                CHAT_SOCKET_FRAME_BURST="1000000",
+                CHAT_USER_FRAMES_PER_SECOND="1000000",
+                CHAT_USER_FRAME_BURST="1000000",
+                CHAT_SOCKETS_PER_USER="1000000",
+                CHAT_SOCKET_OPENS_PER_MINUTE="1000000",
+            )
         env.update(self.engine_env)
         if self.setup.redis_url:
             env["REDIS_URL"] = self.setup.redis_url
@@ -201,6 +212,16 @@ class Servers:
     def login(self) -> str:
         """The bench user's session cookie (made by setup_db; serves every socket and process)."""
         return self.session
+
+    def another_user(self, username: str, conversations: int) -> tuple[str, list[str]]:
+        """A second user's session cookie and conversations, in the running servers' database."""
+        command = [sys.executable, "-m", "bench.setup_db", "--username", username]
+        command += ["--conversations", str(conversations)]
+        out = subprocess.run(command, env=self.env, cwd=ROOT, capture_output=True, text=True)
+        if out.returncode:
+            raise RuntimeError(f"database setup failed:\n{out.stderr[-3000:]}")
+        made = json.loads(out.stdout.strip().splitlines()[-1])
+        return made["session"], made["conversations"]
 
     def records(self, request_ids: list[str]) -> dict[str, Any]:
         """The scripted engine's own records of these requests, from whichever process ran them."""

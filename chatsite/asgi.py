@@ -10,17 +10,23 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from chatsite import daphne_backpressure  # noqa: E402
 from chatsite.origins import OriginValidator  # noqa: E402
+from chatsite.socket_opens import SocketOpenLimit  # noqa: E402
 from conversations.generation.recovery import mark_interrupted_at_startup  # noqa: E402
 from conversations.routing import websocket_urlpatterns  # noqa: E402
 
 mark_interrupted_at_startup()
+daphne_backpressure.install()
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         # The origin check refuses sockets opened by pages on other origins (cross-site hijacking),
-        # including the same host on another port or scheme: see chatsite/origins.py.
-        "websocket": OriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # including the same host on another port or scheme: see chatsite/origins.py. A client
+        # opening socket after socket is refused before any query: see chatsite/socket_opens.py.
+        "websocket": SocketOpenLimit(
+            OriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+        ),
     }
 )

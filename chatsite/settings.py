@@ -239,9 +239,20 @@ CHAT_COALESCE_MS = env_int("CHAT_COALESCE_MS", 30, minimum=0)
 # Partial text is written to the database this often while a reply streams.
 CHAT_FLUSH_INTERVAL_S = env_float("CHAT_FLUSH_INTERVAL_S", 1.0, minimum=0.05)
 # Frames one socket may send: a sustained rate and a burst. Over it a frame is answered
-# `slow_down`; a burst's worth of refused frames in a row closes the socket (1008).
+# `slow_down`; a burst's worth of refused frames in a row closes the socket (4008).
 CHAT_SOCKET_FRAMES_PER_SECOND = env_float("CHAT_SOCKET_FRAMES_PER_SECOND", 2.0, minimum=0.1)
 CHAT_SOCKET_FRAME_BURST = env_int("CHAT_SOCKET_FRAME_BURST", 10, minimum=1)
+# The same for all of one user's sockets together, in each process.
+CHAT_USER_FRAMES_PER_SECOND = env_float("CHAT_USER_FRAMES_PER_SECOND", 4.0, minimum=0.1)
+CHAT_USER_FRAME_BURST = env_int("CHAT_USER_FRAME_BURST", 20, minimum=1)
+# Frames one socket has accepted but not yet acted on (each waits for the database); a frame
+# beyond these is answered `busy` rather than queued, so a socket's backlog stays bounded.
+CHAT_SOCKET_QUEUED_FRAMES = env_int("CHAT_SOCKET_QUEUED_FRAMES", 4, minimum=1)
+# Sockets one user may hold open at once, across every process (counted in CACHES).
+CHAT_SOCKETS_PER_USER = env_int("CHAT_SOCKETS_PER_USER", 30, minimum=1)
+# Sockets one browser session may open a minute (page loads and reconnects; counted in CACHES).
+# Each open costs the process several queries; `make bench`'s flood scenario chose this default.
+CHAT_SOCKET_OPENS_PER_MINUTE = env_int("CHAT_SOCKET_OPENS_PER_MINUTE", 30, minimum=1)
 # A reply's final save is retried this long while the database is unavailable.
 CHAT_FINAL_SAVE_RETRY_S = env_float("CHAT_FINAL_SAVE_RETRY_S", 300.0, minimum=0.0)
 # A generation that produces no token for this long ends with an error.
@@ -338,6 +349,9 @@ PERMISSIONS_POLICY: dict[str, list[str]] = {
 
 # The OpenAPI schema and its docs page are for signed-in users unless this opens them to all.
 CHAT_API_DOCS_PUBLIC = env_bool("CHAT_API_DOCS_PUBLIC", default=False)
+# One response of /api/export.jsonl holds about this many bytes of conversations; the rest is
+# one `Link: rel="next"` away. Bounds what a slow reader keeps in the server's memory.
+CHAT_EXPORT_PAGE_BYTES = env_int("CHAT_EXPORT_PAGE_BYTES", 4 * 1024 * 1024, minimum=1024)
 SPECTACULAR_SETTINGS = {
     "TITLE": "chatsite API",
     "DESCRIPTION": "Read, export and delete your conversations.",

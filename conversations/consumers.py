@@ -23,27 +23,31 @@ from conversations import broadcast, metrics, protocol
 from conversations.frames import CancelFrame, FrameError, parse_frame
 from conversations.generation import recovery, replies
 from conversations.models import Conversation
-from conversations.protocol import message_payload
+from conversations.protocol import MessagePayload, message_payload
 from conversations.renderers import JSON_SUBPROTOCOL, HtmlRenderer, JsonRenderer, Renderer
-from conversations.services import sessions
+from conversations.services import sessions, socket_slots
 from conversations.services.errors import SendRefused
 from conversations.signals import user_group
 from conversations.tabs import Append, AskSnapshot, TabState
-from conversations.throttle import FrameBucket
+from conversations.throttle import SocketFrames
 from conversations.types import AnyUser
 
 logger = logging.getLogger("chatsite.socket")
 
 CLOSE_FORBIDDEN = 4403
+CLOSE_SERVER_ERROR = 4500
 CLOSE_NOT_FOUND = 4404
-CLOSE_POLICY_VIOLATION = 1008
+# Daphne (autobahn) refuses to send the standard 1008 from a server: 4008 says the same.
+CLOSE_POLICY_VIOLATION = 4008
 CLOSE_SESSION_ENDED = 4401
+CLOSE_TOO_MANY_SOCKETS = 4429
 
 
 class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
     conversation: Conversation
     renderer: Renderer
     tab: TabState
+    closing = False  # closing or closed: frames still arriving are dropped, nothing more is sent
 
     async def connect(self) -> None:
         user: AnyUser = self.scope["user"]
@@ -55,19 +59,36 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
             await self.accept()
             await self.close(code=CLOSE_FORBIDDEN)
             return
+        json_mode = JSON_SUBPROTOCOL in self.scope.get("subprotocols", [])
+        self.renderer = JsonRenderer() if json_mode else HtmlRenderer()
+        assert user.pk is not None  # a visible conversation means a signed-in user
+        slot = await socket_slots.claim(user.pk, self.channel_name)
+        if slot is None:
+            await self.accept(subprotocol=JSON_SUBPROTOCOL if json_mode else None)
+            message = "Too many open tabs or connections. Close some, then reload this page."
+            await self._send(self.renderer.error("too_many_sockets", message))
+            await self.close(code=CLOSE_TOO_MANY_SOCKETS)
+            return
+        self.slot = slot
         self.conversation = conversation
         self.username = user.get_username()
-        assert user.pk is not None  # a visible conversation means a signed-in user
         self.user_id: int = user.pk
         self.session_key: str | None = self.scope["session"].session_key
         metrics.socket_opened()  # paired with disconnect(), which checks self.conversation
-        json_mode = JSON_SUBPROTOCOL in self.scope.get("subprotocols", [])
-        self.renderer = JsonRenderer() if json_mode else HtmlRenderer()
+        self.background = [asyncio.create_task(socket_slots.keep(slot))]
+        # Frames wait here for the database, a few at most; meanwhile the consumer goes on
+        # reading frames (refusing those over the rate or beyond the queue) and streaming replies.
+        self.pending: asyncio.Queue[str | bytes | None] = asyncio.Queue(
+            maxsize=settings.CHAT_SOCKET_QUEUED_FRAMES
+        )
+        self.worker = asyncio.create_task(self._act_on_frames())
         # A silent reply is looked up after three missed flushes (its process may have died).
         self.tab = TabState(quiet_s=max(2.0, 3 * settings.CHAT_FLUSH_INTERVAL_S))
         self.watchdog: asyncio.Task[None] | None = None
-        self.frames = FrameBucket(
-            settings.CHAT_SOCKET_FRAMES_PER_SECOND, settings.CHAT_SOCKET_FRAME_BURST
+        self.frames = SocketFrames(
+            self.user_id,
+            socket=(settings.CHAT_SOCKET_FRAMES_PER_SECOND, settings.CHAT_SOCKET_FRAME_BURST),
+            user=(settings.CHAT_USER_FRAMES_PER_SECOND, settings.CHAT_USER_FRAME_BURST),
         )
         self.expiry: asyncio.Task[None] | None = None
         await self.channel_layer.group_add(conversation.group_name, self.channel_name)
@@ -83,38 +104,67 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
             await self._send(self.renderer.settled(payload))
 
     async def disconnect(self, code: int) -> None:
+        self.closing = True  # the frame being acted on sends nothing to a closed socket
         if hasattr(self, "conversation"):
             metrics.socket_closed()
-            for task in (self.watchdog, self.expiry):
+            for task in (self.watchdog, self.expiry, *self.background):
                 if task is not None:
                     task.cancel()
             await self.channel_layer.group_discard(self.conversation.group_name, self.channel_name)
             await self.channel_layer.group_discard(user_group(self.user_id), self.channel_name)
+            await self._stop_acting_on_frames()
+            await socket_slots.release(self.slot)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        if not hasattr(self, "conversation"):
-            return  # refused at connect: a frame sent before the client saw the close
+        if not hasattr(self, "conversation") or self.closing:
+            # Refused at connect, or closing: the server has read frames the client sent before
+            # it saw the close (thousands, from a flood) and hands each one over regardless.
+            return
         if not self.frames.allow(self._now()):
             if self.frames.refused_in_a_row > settings.CHAT_SOCKET_FRAME_BURST:
                 logger.warning("closing a flooding socket of user %s", self.user_id)
+                self.closing = True
                 await self.close(code=CLOSE_POLICY_VIOLATION)
             else:
                 message = "Too many frames on this connection. Slow down."
                 await self._send(self.renderer.error("slow_down", message))
             return  # refused before any database work: a flood costs this socket only
-        if not await self._still_signed_in():
-            return  # a session that ended (logout, new password...) acts on nothing more
         try:
-            frame = parse_frame(text_data, conversation_id=str(self.conversation.id))
-            if isinstance(frame, CancelFrame):
+            # Bytes frames are queued too, so every frame is answered in the order it came.
+            self.pending.put_nowait(text_data if text_data is not None else bytes_data or b"")
+        except asyncio.QueueFull:
+            message = "Still working on your earlier messages. Try again in a moment."
+            await self._send(self.renderer.error("busy", message))
+
+    async def _act_on_frames(self) -> None:
+        """Act on the socket's frames one at a time, in the order they came."""
+        while (frame := await self.pending.get()) is not None:
+            try:
+                await self._act_on(frame)
+            except Exception:
+                if self.closing:
+                    return  # the client left while its frame was acted on: nothing to answer
+                # Nothing else would notice a failure here: say so and close.
+                logger.exception("error acting on a frame")
+                self.closing = True
+                await self.close(code=CLOSE_SERVER_ERROR)
+                return
+
+    async def _act_on(self, frame: str | bytes) -> None:
+        try:
+            text = frame if isinstance(frame, str) else None
+            command = parse_frame(text, conversation_id=str(self.conversation.id))
+            if not await self._still_signed_in():
+                return  # a session that ended (logout, new password...) acts on nothing more
+            if isinstance(command, CancelFrame):
                 await replies.reply_cancel(
                     conversation=self.conversation, cancelled_by=self.username
                 )
             else:
                 await replies.reply_start(
                     conversation=self.conversation,
-                    content=frame.content,
-                    idempotency_key=frame.idempotency_key,
+                    content=command.content,
+                    idempotency_key=command.idempotency_key,
                 )
         except (FrameError, SendRefused) as exc:
             await self._send(self.renderer.error(exc.code, str(exc)))
@@ -123,12 +173,23 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
             message = "The server could not save that just now. Please try again."
             await self._send(self.renderer.error("unavailable", message))
 
+    async def _stop_acting_on_frames(self) -> None:
+        """Drop the commands still waiting and let the one under way finish (it may have saved
+        a message whose reply must start)."""
+        while not self.pending.empty():
+            self.pending.get_nowait()
+        self.pending.put_nowait(None)
+        await self.worker
+
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Channels closes stale database connections before every handler: a hop to the one
-        # database thread, queued behind whatever runs there, for every streamed frame. Protocol
-        # handlers reach the database only through services, which clean up by themselves.
+        # database thread, queued behind whatever runs there, for every streamed frame and every
+        # frame received (a flood would wait there before it could be refused). Protocol handlers
+        # and queued frames reach the database only through services, which clean up themselves.
         if message["type"] in protocol.EVENT_TYPES:
             await getattr(self, protocol.handler_name(message["type"]))(message)
+        elif message["type"] == "websocket.receive":
+            await self.websocket_receive(message)
         else:
             await super().dispatch(message)
 
@@ -158,14 +219,16 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
 
     async def chat_finished(self, message: dict[str, Any]) -> None:
         event = protocol.parse_as(message, protocol.Finished)
-        tail = self.tab.catch_up(event.message_id, event.message["content"])
+        await self._finish(event.message_id, event.message)
+
+    async def _finish(self, message_id: int, saved: MessagePayload) -> None:
+        """Show the saved reply's end this tab missed, then its final state (once)."""
+        tail = self.tab.catch_up(message_id, saved["content"])
         if tail is not None:
-            logger.info(
-                "message %s: %s characters shown at the finish", event.message_id, len(tail.text)
-            )
-            await self._send(self.renderer.delta(event.message_id, tail.offset, tail.text))
-        if self.tab.finished(event.message_id):
-            await self._send(self.renderer.finished(event.message))
+            logger.info("message %s: %s characters shown at the finish", message_id, len(tail.text))
+            await self._send(self.renderer.delta(message_id, tail.offset, tail.text))
+        if self.tab.finished(message_id):
+            await self._send(self.renderer.finished(saved))
 
     async def chat_ping(self, message: dict[str, Any]) -> None:
         event = protocol.parse_as(message, protocol.Ping)
@@ -197,6 +260,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
 
     async def _close_for_good(self, code: int) -> None:
         """Show nothing more (events still in flight are dropped) and close with `code`."""
+        self.closing = True
         self.tab = TabState(self.tab.quiet_s)
         await self.channel_layer.group_discard(self.conversation.group_name, self.channel_name)
         await self.close(code=code)
@@ -252,15 +316,17 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
                     continue
                 if state.active:
                     await self._ask_snapshot(message_id)  # still running somewhere: ask again
-                elif self.tab.finished(message_id) and state.message is not None:
-                    await self._send(self.renderer.finished(state.message))
+                elif state.message is not None:
+                    await self._finish(message_id, state.message)
+                else:
+                    self.tab.finished(message_id)  # deleted meanwhile: stop following it
 
     @staticmethod
     def _now() -> float:
         return time.monotonic()
 
     async def _send(self, frame: str | None) -> None:
-        if frame is not None:
+        if frame is not None and not self.closing:
             await self.send(text_data=frame)
 
 

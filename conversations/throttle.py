@@ -1,11 +1,15 @@
-"""How fast one socket may send frames: a token bucket, pure (the caller passes the time).
+"""How fast sockets may send frames: token buckets, pure (the caller passes the time).
 
 A person sends a message or presses Stop a few times a minute; a script flooding frames would
 otherwise queue work for the process's one database thread and slow every other user down.
-Frames over the rate are answered `slow_down`; a socket that keeps flooding is closed.
+Each socket has a bucket, and so does each user in each process, shared by all their sockets
+there: thirty sockets cannot send thirty bursts at once. Frames over either rate are answered
+`slow_down`; a socket that keeps sending them is closed.
 """
 
 from __future__ import annotations
+
+import weakref
 
 
 class FrameBucket:
@@ -23,6 +27,29 @@ class FrameBucket:
         self._updated = now
         if self._tokens >= 1:
             self._tokens -= 1
+            self.refused_in_a_row = 0
+            return True
+        self.refused_in_a_row += 1
+        return False
+
+
+# A user's bucket lives while one of their sockets holds it, and no longer.
+_users: weakref.WeakValueDictionary[int, FrameBucket] = weakref.WeakValueDictionary()
+
+
+class SocketFrames:
+    """One socket's limit: its own bucket and its user's, both of which a frame must pass."""
+
+    def __init__(self, user_id: int, *, socket: tuple[float, int], user: tuple[float, int]):
+        self.own = FrameBucket(*socket)
+        users = _users.get(user_id)
+        if users is None:
+            users = _users[user_id] = FrameBucket(*user)
+        self.users = users
+        self.refused_in_a_row = 0
+
+    def allow(self, now: float) -> bool:
+        if self.own.allow(now) and self.users.allow(now):
             self.refused_in_a_row = 0
             return True
         self.refused_in_a_row += 1

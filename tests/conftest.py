@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from conversations.engines import BACKENDS, get_engine, reset_engines
 from conversations.models import Conversation
 from tests.support.db import close_worker_connections
+from tests.support.replies import generations_finished
 from tests.support.sockets import Socket, conversation_communicator, signed_in_session
 
 
@@ -28,6 +29,8 @@ def scripted_engine(settings: Any) -> Any:
     # Tests send frames far faster than a person; the frame limit has tests of its own.
     settings.CHAT_SOCKET_FRAMES_PER_SECOND = 10_000
     settings.CHAT_SOCKET_FRAME_BURST = 10_000
+    settings.CHAT_USER_FRAMES_PER_SECOND = 10_000
+    settings.CHAT_USER_FRAME_BURST = 10_000
     reset_engines()
     channel_layers.backends.clear()
     yield get_engine("scripted")
@@ -99,6 +102,7 @@ async def connect() -> AsyncIterator[Callable[..., Any]]:
         return Socket(communicator), connected, code
 
     yield _connect
+    await generations_finished()
     for communicator in opened:
         with contextlib.suppress(Exception):
             await communicator.disconnect()

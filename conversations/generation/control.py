@@ -69,6 +69,11 @@ class Control:
             try:
                 message = await broadcast.layer().receive(self.channel)
             except Exception as exc:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    # stop() cut the receive short, and channels-redis turned the cancellation
+                    # into an error: listening is over (retrying would never end).
+                    return
                 # Redis went away: keep generating and saving; listen again once it is back, and
                 # join the group again, since a restarted Redis has forgotten its members.
                 logger.warning(

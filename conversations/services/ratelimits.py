@@ -29,7 +29,7 @@ class Usage:
     retry_after: int
 
 
-def usage(action: str, user_id: int, *, period: int = PERIOD_S) -> Usage:
+def usage(action: str, user_id: int | str, *, period: int = PERIOD_S) -> Usage:
     """The current window's count, without counting anything."""
     start = cache.get(_start_key(action, user_id))
     if start is None:
@@ -38,7 +38,7 @@ def usage(action: str, user_id: int, *, period: int = PERIOD_S) -> Usage:
     return Usage(count=int(count), retry_after=_seconds_left(start, period))
 
 
-def hit(action: str, user_id: int, *, period: int = PERIOD_S) -> Usage:
+def hit(action: str, user_id: int | str, *, period: int = PERIOD_S) -> Usage:
     """Count one action, opening a window if none is open; return the count that includes it."""
     start_key = _start_key(action, user_id)
     for _ in range(3):
@@ -59,11 +59,11 @@ def hit(action: str, user_id: int, *, period: int = PERIOD_S) -> Usage:
     return Usage(count=0, retry_after=0)
 
 
-def _start_key(action: str, user_id: int) -> str:
+def _start_key(action: str, user_id: int | str) -> str:
     return f"ratelimit:{action}:{user_id}"
 
 
-def _count_key(action: str, user_id: int, start: float) -> str:
+def _count_key(action: str, user_id: int | str, start: float) -> str:
     # Named by its window's start: a window that reopens starts from zero.
     return f"ratelimit:{action}:{user_id}:{start!r}"
 

@@ -106,6 +106,10 @@
         });
       } else if (code === 4401) {
         show("closed", "You were signed out. Sign in again to continue.");
+      } else if (code === 4008) {
+        show("closed", "Too many messages at once. Reload the page to continue.");
+      } else if (code === 4429) {
+        show("closed", "Too many open tabs. Close some, then reload this page.");
       } else {
         show("closed", "Disconnected. Reload the page to continue.");
       }

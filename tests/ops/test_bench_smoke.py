@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from bench.flood import FLOODS
+from bench.report import FRAME_FLOOD
 from tests.support.servers import ROOT, free_port
 
 pytestmark = [pytest.mark.processes, pytest.mark.timeout(170)]
@@ -67,3 +69,23 @@ def test_it_writes_a_well_formed_report(tmp_path: Path) -> None:
     for plot in ("latency.png", "concurrency.png"):
         assert (folder / plot).read_bytes().startswith(b"\x89PNG")
     assert "chatsite_tokens_generated_total" in (folder / "metrics-mem1.txt").read_text()
+
+
+def test_the_flood_scenario_measures_another_user_during_each_flood(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "bench", "--mode", "tiny", "--setups", "mem1",
+         "--only", "flood", "--out", str(tmp_path), "--port", str(free_port())],
+        cwd=ROOT, capture_output=True, text=True, timeout=160,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-4000:]
+    report = json.loads((tmp_path / "tiny" / "report.json").read_text())
+
+    runs = report["flood"]["mem1"]["runs"]
+    assert list(runs) == ["quiet", *FLOODS]
+    for run_data in runs.values():
+        assert_percentiles(run_data["client_ttft_ms"], 3)
+    frame_flood = runs[FRAME_FLOOD]["flood"]
+    # The server closed every socket it let open (default limits), and refused the rest.
+    assert frame_flood["opened"] > 0 and frame_flood["frames_sent"] > 0
+    assert frame_flood["closed_by_server"] + frame_flood["refused_at_open"] >= 1
+    assert any(t["name"].startswith("client TTFT while another user") for t in report["targets"])

@@ -1,12 +1,17 @@
-"""A socket that floods frames is slowed, then closed, before any frame reaches the database."""
+"""A socket that floods frames is slowed, then closed, before any frame reaches the database;
+frames waiting for the database are bounded."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
+from conversations.consumers import CLOSE_POLICY_VIOLATION
 from conversations.models import Conversation, Message
 from conversations.throttle import FrameBucket
 from tests.support.sockets import finished
@@ -41,7 +46,7 @@ async def test_a_flood_is_answered_slow_down_then_closed_and_another_socket_stil
         assert (await flooder.receive())["code"] == "slow_down"
     await flooder.send(action="cancel")
     closing = await flooder.communicator.receive_output(timeout=2)
-    assert (closing["type"], closing["code"]) == ("websocket.close", 1008)
+    assert (closing["type"], closing["code"]) == ("websocket.close", CLOSE_POLICY_VIOLATION)
 
     bob = users["bob"]
     bobs = await database_sync_to_async(Conversation.objects.create)(owner=bob)
@@ -65,3 +70,30 @@ async def test_a_refused_send_saves_nothing(
     assert events[-1]["code"] == "slow_down"
     assert await database_sync_to_async(Message.objects.filter(content="second").count)() == 0
     await socket.receive_until(finished)  # the first reply ends before the test does
+
+
+async def test_frames_waiting_for_a_busy_database_are_bounded_and_the_rest_answered_busy(
+    connect: Any, alice: Any, conversation: Conversation, settings: Any
+) -> None:
+    """While the process's database thread is taken (another user's slow query), a socket's
+    frames wait in a queue of CHAT_SOCKET_QUEUED_FRAMES; the rest are answered at once rather
+    than kept in memory, and the queued ones are acted on when the database is free."""
+    settings.CHAT_SOCKET_QUEUED_FRAMES = 3
+    socket, _, _ = await connect(alice, conversation.pk)
+    database_free = threading.Event()
+    # thread_sensitive: the one thread every database call of this process runs on.
+    held = asyncio.create_task(sync_to_async(database_free.wait, thread_sensitive=True)())
+    try:
+        for _ in range(8):
+            await socket.send(action="cancel")
+        answered_at_once = []
+        while not await socket.nothing_within(0.3):
+            answered_at_once.append((await socket.receive())["code"])
+        # One frame is being acted on (its session check waits for the thread), three wait.
+        assert answered_at_once == ["busy"] * 4, "beyond the queue, answered without waiting"
+    finally:
+        database_free.set()
+        await held
+    after = [(await socket.receive(timeout=5))["code"] for _ in range(4)]
+    assert after == ["nothing_to_cancel"] * 4, "the accepted frames, acted on once it was free"
+    assert await socket.nothing_within(0.2)

@@ -50,3 +50,13 @@ async def wait_for_status(conversation: Any, *statuses: str, timeout: float = 10
 
 async def wait_until_settled(conversation: Any, timeout: float = 30) -> Message:
     return await wait_for_reply(conversation, lambda row: not row.is_active, timeout)
+
+
+async def generations_finished(timeout: float = 10) -> None:
+    """Wait until no generation runs in this process: one left running when a test's event loop
+    closes can hang the loop's teardown (its final save waits on the database thread)."""
+    from conversations.generation import runner
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    while runner._running and asyncio.get_running_loop().time() < deadline:  # noqa: ASYNC110 - polls the registry
+        await asyncio.sleep(0.02)
