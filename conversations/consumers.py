@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 import uuid
+from datetime import datetime
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -51,8 +52,11 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
 
     async def connect(self) -> None:
         user: AnyUser = self.scope["user"]
-        conversation = await database_sync_to_async(_visible_conversation)(
-            user, self.scope["url_route"]["kwargs"]["conversation_id"]
+        session_key: str | None = self.scope["session"].session_key
+        # One trip to the database thread for both: opening sockets by the dozen (tabs reloading,
+        # or a script) queues every trip behind everyone else's database work.
+        conversation, session_expires = await database_sync_to_async(_opening)(
+            user, self.scope["url_route"]["kwargs"]["conversation_id"], session_key
         )
         if conversation is None:
             # Accept first so the client sees our close code rather than a failed handshake.
@@ -73,7 +77,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         self.conversation = conversation
         self.username = user.get_username()
         self.user_id: int = user.pk
-        self.session_key: str | None = self.scope["session"].session_key
+        self.session_key = session_key
         metrics.socket_opened()  # paired with disconnect(), which checks self.conversation
         self.background = [asyncio.create_task(socket_slots.keep(slot))]
         # Frames wait here for the database, a few at most; meanwhile the consumer goes on
@@ -94,7 +98,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         await self.channel_layer.group_add(conversation.group_name, self.channel_name)
         await self.channel_layer.group_add(user_group(self.user_id), self.channel_name)
         await self.accept(subprotocol=JSON_SUBPROTOCOL if json_mode else None)
-        self.expiry = asyncio.create_task(self._close_at_session_expiry())
+        self.expiry = asyncio.create_task(self._close_at_session_expiry(session_expires))
         # Joined the group before reading the row: whatever happens after this read reaches us.
         latest = await database_sync_to_async(recovery.latest_reply)(conversation=conversation)
         if latest is not None and latest.is_active:
@@ -265,8 +269,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         await self.channel_layer.group_discard(self.conversation.group_name, self.channel_name)
         await self.close(code=code)
 
-    async def _close_at_session_expiry(self) -> None:
-        expires = await database_sync_to_async(sessions.session_expires_at)(self.session_key)
+    async def _close_at_session_expiry(self, expires: datetime | None) -> None:
         while expires is not None:
             await asyncio.sleep(max(0.0, (expires - timezone.now()).total_seconds()) + 0.5)
             if not await self._still_signed_in():
@@ -330,8 +333,14 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
             await self.send(text_data=frame)
 
 
-def _visible_conversation(user: AnyUser, conversation_id: uuid.UUID) -> Conversation | None:
-    return Conversation.objects.visible_to(user).filter(pk=conversation_id).first()
+def _opening(
+    user: AnyUser, conversation_id: uuid.UUID, session_key: str | None
+) -> tuple[Conversation | None, datetime | None]:
+    """The conversation, if the user may see it, and when the socket's session expires."""
+    conversation = Conversation.objects.visible_to(user).filter(pk=conversation_id).first()
+    if conversation is None:
+        return None, None
+    return conversation, sessions.session_expires_at(session_key)
 
 
 class NotFoundConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
