@@ -158,24 +158,38 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         try:
             text = frame if isinstance(frame, str) else None
             command = parse_frame(text, conversation_id=str(self.conversation.id))
+            if isinstance(command, CancelFrame):
+                await self._cancel()
+                return
             if not await self._still_signed_in():
                 return  # a session that ended (logout, new password...) acts on nothing more
-            if isinstance(command, CancelFrame):
-                await replies.reply_cancel(
-                    conversation=self.conversation, cancelled_by=self.username
-                )
-            else:
-                await replies.reply_start(
-                    conversation=self.conversation,
-                    content=command.content,
-                    idempotency_key=command.idempotency_key,
-                )
+            await replies.reply_start(
+                conversation=self.conversation,
+                content=command.content,
+                idempotency_key=command.idempotency_key,
+            )
         except (FrameError, SendRefused) as exc:
             await self._send(self.renderer.error(exc.code, str(exc)))
         except DatabaseError:
             logger.exception("database error handling a frame")
             message = "The server could not save that just now. Please try again."
             await self._send(self.renderer.error("unavailable", message))
+
+    async def _cancel(self) -> None:
+        stop = None
+        if (writing := self.tab.writing) is not None:
+            # The engine hears a Stop for the reply this tab shows before anything waits for the
+            # database thread. Stopping one's own reply is harmless, so the session is checked
+            # after that, before the Stop is recorded: a session that ended a moment ago can
+            # stop a reply, never start one.
+            stop = await replies.reply_stop_now(
+                conversation=self.conversation, message_id=writing, cancelled_by=self.username
+            )
+        if not await self._still_signed_in():
+            return
+        await replies.reply_cancel(
+            conversation=self.conversation, cancelled_by=self.username, already_sent=stop
+        )
 
     async def _stop_acting_on_frames(self) -> None:
         """Drop the commands still waiting and let the one under way finish (it may have saved

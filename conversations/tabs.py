@@ -44,6 +44,11 @@ class TabState:
         self._replies: dict[int, _Reply] = {}
         self._settled: set[int] = set()
 
+    @property
+    def writing(self) -> int | None:
+        """The reply this tab shows being written, if any (the latest: ids only grow)."""
+        return max(self._replies, default=None)
+
     def started(self, message_id: int, now: float) -> bool:
         """A reply started; False if it already finished here (a late event: show nothing)."""
         if message_id in self._settled:

@@ -17,7 +17,7 @@ from conversations.engines import get_engine
 from conversations.engines.base import Engine
 from conversations.generation import rows
 from conversations.generation.recovery import replies_mark_interrupted
-from conversations.generation.runner import Generation, ReplyPlan
+from conversations.generation.runner import Generation, ReplyPlan, running_here
 from conversations.models import Conversation, Message
 from conversations.protocol import Cancel, Started, message_payload
 from conversations.services.errors import (
@@ -123,22 +123,50 @@ async def reply_start(
     return Generation.start(plan)
 
 
-async def reply_cancel(*, conversation: Conversation, cancelled_by: str) -> None:
+async def reply_stop_now(
+    *, conversation: Conversation, message_id: int, cancelled_by: str
+) -> Cancel:
+    """Tell the generation writing this reply to stop, before anything is written: straight from
+    here when it runs in this process, else through the conversation's group.
+
+    A tab knows the reply it shows being written, so its Stop need not wait for the row's write,
+    which waits for the database thread (under load, busy with other replies' flushes). Record
+    the Stop afterwards with reply_cancel(already_sent=...).
+    """
+    stop = Cancel(message_id=message_id, requested_at=time.time(), cancelled_by=cancelled_by)
+    generation = running_here(message_id)
+    if generation is not None:
+        await generation.request_stop(
+            rows.RecordedStop(rows.unix_time(stop.requested_at), cancelled_by)
+        )
+    else:
+        await broadcast.to_group(conversation.group_name, stop)
+    return stop
+
+
+async def reply_cancel(
+    *, conversation: Conversation, cancelled_by: str, already_sent: Cancel | None = None
+) -> None:
     """Ask the conversation's running generation, wherever it runs, to stop.
 
     The request goes to the conversation's group, which reaches the generation at once, and into
     the reply's row, which the generation reads at every flush: a group message can be lost (a
     full channel, a Redis restart, a generation that has not joined its group yet), the row not.
+    `already_sent`: the Stop reply_stop_now sent a moment ago, now only recorded.
     """
-    requested_at = time.time()
-    message_id = await database_sync_to_async(_record_stop)(
-        conversation, cancelled_by, requested_at
-    )
+    requested_at = already_sent.requested_at if already_sent is not None else time.time()
+    try:
+        message_id = await database_sync_to_async(_record_stop)(
+            conversation, cancelled_by, requested_at
+        )
+    except NothingToCancel:
+        if already_sent is None:
+            raise
+        return  # the reply has ended since: stopped by that Stop, or just finished
     logger.info("cancel requested message=%s by=%s", message_id, cancelled_by)
-    await broadcast.to_group(
-        conversation.group_name,
-        Cancel(message_id=message_id, requested_at=requested_at, cancelled_by=cancelled_by),
-    )
+    if already_sent is None or already_sent.message_id != message_id:
+        stop = Cancel(message_id=message_id, requested_at=requested_at, cancelled_by=cancelled_by)
+        await broadcast.to_group(conversation.group_name, stop)
 
 
 def _record_stop(conversation: Conversation, cancelled_by: str, requested_at: float) -> int:

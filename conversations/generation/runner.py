@@ -50,6 +50,11 @@ FINAL_SAVE_MAX_PAUSE_S = 10.0
 _running: dict[int, Generation] = {}
 
 
+def running_here(message_id: int | None) -> Generation | None:
+    """The generation writing this reply, if it runs in this process."""
+    return _running.get(message_id) if message_id is not None else None
+
+
 @dataclass(frozen=True)
 class ReplyPlan:
     """What a send decided, committed to the database before anything streams."""
