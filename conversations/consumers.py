@@ -89,6 +89,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         # A silent reply is looked up after three missed flushes (its process may have died).
         self.tab = TabState(quiet_s=max(2.0, 3 * settings.CHAT_FLUSH_INTERVAL_S))
         self.watchdog: asyncio.Task[None] | None = None
+        self.gapped: set[int] = set()  # replies whose lost frames this socket has reported
         self.frames = SocketFrames(
             self.user_id,
             socket=(settings.CHAT_SOCKET_FRAMES_PER_SECOND, settings.CHAT_SOCKET_FRAME_BURST),
@@ -223,8 +224,16 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         event = protocol.parse_as(message, protocol.Delta)
         action = self.tab.delta(event.message_id, event.offset, event.text, self._now())
         if isinstance(action, AskSnapshot):
-            if action.reason == "gap":
-                logger.warning("gap in message %s at offset %s", event.message_id, event.offset)
+            if action.reason == "gap" and event.message_id not in self.gapped:
+                # Once per reply: a layer dropping frames drops many, and each gap is repaired.
+                self.gapped.add(event.message_id)
+                metrics.stream_gap()
+                logger.warning(
+                    "frames of message %s lost on their way to a tab (first at offset %s); "
+                    "resynchronizing it",
+                    event.message_id,
+                    event.offset,
+                )
             await self._request_snapshot(event.message_id)
         elif isinstance(action, Append):
             await self._send(self.renderer.delta(event.message_id, action.offset, action.text))

@@ -54,6 +54,11 @@ GENERATION_DURATION = Histogram(
 TOKENS_GENERATED = Counter(
     "chatsite_tokens_generated", "Tokens the engines produced, counted when a reply ends.", LABELS
 )
+STREAM_GAPS = Counter(
+    "chatsite_stream_gaps",
+    "Replies in which a tab missed frames (the channel layer dropped them: a full channel, a "
+    "Redis restart) and asked for the text so far; counted once per tab and reply.",
+)
 ENGINE_ERRORS = Counter(
     "chatsite_engine_errors",
     "Replies that ended with an error (engine failure or stall).",
@@ -145,3 +150,7 @@ def socket_opened() -> None:
 
 def socket_closed() -> None:
     OPEN_SOCKETS.dec()
+
+
+def stream_gap() -> None:
+    STREAM_GAPS.inc()

@@ -12,6 +12,7 @@ from channels.db import database_sync_to_async
 from channels.layers import channel_layers
 from channels.routing import URLRouter
 from django.urls import path
+from prometheus_client import REGISTRY
 
 from conversations.consumers import ConversationConsumer
 from conversations.engines.scripted import scripted_token
@@ -116,6 +117,10 @@ class SlowConsumer(ConversationConsumer):
         await super().chat_delta(event)
 
 
+def gaps_counted() -> float:
+    return REGISTRY.get_sample_value("chatsite_stream_gaps_total") or 0.0
+
+
 async def test_a_flooded_slow_consumer_still_ends_with_the_saved_text(
     alice: Any, conversation: Any, scripted_engine: Any, settings: Any, caplog: Any
 ) -> None:
@@ -129,6 +134,7 @@ async def test_a_flooded_slow_consumer_still_ends_with_the_saved_text(
     scripted_engine.delay_s = 0.001
 
     app = URLRouter([path("ws/conversations/<uuid:conversation_id>/", SlowConsumer.as_asgi())])
+    gaps_before = gaps_counted()
     session_key = await database_sync_to_async(signed_in_session)(alice)
     communicator = conversation_communicator(
         alice, conversation.pk, session_key=session_key, application=app
@@ -143,7 +149,8 @@ async def test_a_flooded_slow_consumer_still_ends_with_the_saved_text(
     assert row.status == Message.Status.COMPLETE
     if settings.CHANNEL_LAYER_BACKEND != "pubsub" or not settings.REDIS_URL:
         # The list and in-memory layers drop over capacity (pub/sub has no capacity to exceed).
-        assert "gap in message" in caplog.text, "frames were dropped, and the consumer noticed"
+        assert caplog.text.count("lost on their way to a tab") == 1, "one warning a reply"
+        assert gaps_counted() == gaps_before + 1, "and one count in chatsite_stream_gaps_total"
     streamed = streamed_text(events[:-1])
     assert row.content.startswith(streamed), "what was streamed is never contradicted"
     assert events[-1]["message"]["content"] == row.content
