@@ -115,9 +115,16 @@ async def _open_socket(port: int, conversation_id: str, cookie: str) -> Sock:
     return Sock(ws)
 
 
+# A "conversation" that names the reference relay (bench/asgi.py) rather than a conversation.
+RELAY = "relay"
+
+
 async def _connect(port: int, conversation_id: str, cookie: str) -> ClientConnection:
+    path = (
+        "/__bench__/relay/" if conversation_id == RELAY else f"/ws/conversations/{conversation_id}/"
+    )
     return await connect(
-        f"ws://127.0.0.1:{port}/ws/conversations/{conversation_id}/",
+        f"ws://127.0.0.1:{port}{path}",
         subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
         additional_headers={"Cookie": f"sessionid={cookie}", "Origin": f"http://127.0.0.1:{port}"},
         compression=None,

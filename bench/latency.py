@@ -16,10 +16,13 @@ import time
 from datetime import datetime
 from typing import Any
 
-from bench.clients import Worker, call_all
+from bench.clients import RELAY, Worker, call_all
 from bench.config import SAMPLER_CONVERSATIONS, Config
 from bench.server import Servers
 from bench.stats import summary
+
+# The reference relay's condition names (bench/asgi.py): the floor chatsite's figures are divided by.
+REFERENCE = "reference relay"
 
 
 def measure(cfg: Config, servers: Servers, cookie: str) -> dict[str, Any]:
@@ -35,6 +38,13 @@ def measure(cfg: Config, servers: Servers, cookie: str) -> dict[str, Any]:
     try:
         # Warm-up: the first replies of a process pay for imports, templates and connections.
         take_samples(cfg, servers, sampler, cookie, (ports[0], ports[-1]), 0, count=2, seed=0)
+        # The floor: the same engine through the thinnest relay on the same process.
+        relay = [RELAY] * 3
+        raw = take_samples(
+            cfg, servers, sampler, cookie, (ports[0], ports[0]), 0, cfg.samples, 99, 0.0, relay
+        )
+        results[f"{servers.setup.name}, {REFERENCE}, idle"] = summarize(raw)
+        results[f"{servers.setup.name}, {REFERENCE}, idle"]["setup"] = servers.setup.describe()
         for load in loads:
             started = _start_load(cfg, servers, load_workers, cookie, load) if load else 0
             for path, ports_used in paths.items():
@@ -97,12 +107,15 @@ def take_samples(
     count: int,
     seed: int,
     pause_s: float = 0.0,
+    conversation_ids: list[str] | None = None,
 ) -> list[dict[str, Any]]:
+    if conversation_ids is None:
+        conversation_ids = servers.conversation_ids[first_conversation : first_conversation + 3]
     samples: list[dict[str, Any]] = sampler.call(
         "cancel_samples",
         send_port=ports[0],
         cancel_port=ports[1],
-        conversation_ids=servers.conversation_ids[first_conversation : first_conversation + 3],
+        conversation_ids=conversation_ids,
         cookie=cookie,
         count=count,
         pace_ms=cfg.pace_ms,

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.latency import REFERENCE
+
 # The flood the target is about (bench/flood.py): sockets sending frames as fast as they can.
 FRAME_FLOOD = "frame flood"
 
@@ -47,6 +49,8 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                 ttft["p50"] <= 5 and ttft["p99"] <= 20,
             )
     for condition, data in latency.items():
+        if REFERENCE in condition:
+            continue  # the floor, not chatsite
         cancel, after = data["cancel_latency_ms"], data["tokens_after_cancel"]
         limit = 40 if "across" in condition else 20
         failed = data.get("samples_failed", 0)
@@ -128,6 +132,7 @@ def table(results: dict[str, Any]) -> str:
                 f"  {condition:<{width - 2}}  {_ppp(data['ttft_overhead_ms']):<24}"
                 f"{_ppp(data['cancel_latency_ms']):<24}{after!s:<27}{data.get('samples_failed', 0)}"
             )
+        lines += _reference_ratios(latency)
     for name, data in results.get("delivery", {}).items():
         lines.append(
             f"\nDelivery ({name}): {data['chatsite_tokens_per_s']:,} tok/s at the client vs "
@@ -203,6 +208,24 @@ def table(results: dict[str, Any]) -> str:
     for note in results.get("notes", []):
         lines.append(f"  note: {note}")
     return "\n".join(lines)
+
+
+def _reference_ratios(latency: dict[str, Any]) -> list[str]:
+    """Each idle chatsite condition's p50s over its setup's reference relay's."""
+    lines = []
+    for condition, data in latency.items():
+        setup = condition.split(",", 1)[0]
+        floor = latency.get(f"{setup}, {REFERENCE}, idle")
+        if REFERENCE in condition or not condition.endswith("idle") or floor is None:
+            continue
+        ratios = []
+        for key, label in (("ttft_overhead_ms", "TTFT overhead"), ("cancel_latency_ms", "cancel")):
+            ours, base = data[key].get("p50"), floor[key].get("p50")
+            if ours is not None and base:
+                ratios.append(f"{label} {ours / base:.1f}x ({ours} vs {base} ms)")
+        if ratios:
+            lines.append(f"  {condition} / {REFERENCE} (p50): " + ", ".join(ratios))
+    return lines
 
 
 def _ppp(s: dict[str, Any]) -> str:

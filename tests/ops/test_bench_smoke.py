@@ -37,6 +37,7 @@ def test_it_writes_a_well_formed_report(tmp_path: Path) -> None:
     report = json.loads((folder / "report.json").read_text())
 
     assert set(report["latency"]) == {
+        "mem1, reference relay, idle",
         "mem1, same process, idle",
         "mem1, same process, 4 other streams",
     }
@@ -65,6 +66,7 @@ def test_it_writes_a_well_formed_report(tmp_path: Path) -> None:
     }  # fmt: skip
 
     assert "Targets" in run.stdout and "TTFT overhead" in run.stdout
+    assert "mem1, same process, idle / reference relay (p50): TTFT overhead" in run.stdout
     assert (folder / "report.txt").read_text().strip() in run.stdout
     for plot in ("latency.png", "concurrency.png"):
         assert (folder / plot).read_bytes().startswith(b"\x89PNG")
