@@ -157,6 +157,19 @@ def table(results: dict[str, Any]) -> str:
                 f"{point['client_cpu_utilisation']:<10}  {point['peak_rss_mb']}"
             )
         lines.append(f"  largest N with p99 gap <= 100 ms: {data['largest_n_p99_gap_under_100ms']}")
+        for point in data["points"]:
+            floor = point.get("reference")
+            ours, base = (
+                point["server_cpu_s_per_1000_tokens"],
+                (floor or {}).get("server_cpu_s_per_1000_tokens"),
+            )
+            if ours and base:
+                gap = floor["gap_excess_ms"]
+                lines.append(
+                    f"  {point['streams']} streams, {REFERENCE}: {base} CPU s per 1k tokens "
+                    f"(chatsite {ours / base:.1f}x), gap p50 / p99 {gap.get('p50', '-')} / "
+                    f"{gap.get('p99', '-')} ms, {floor['tokens_per_s']:g} tokens/s"
+                )
         profiled = [
             p for p in data["points"] if (p.get("profile_of_first_server") or {}).get("samples")
         ]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import profile
-from bench.clients import Worker, call_all
+from bench.clients import RELAY, Worker, call_all
 from bench.config import SAMPLER_CONVERSATIONS, Config
 from bench.server import PeakRss, Servers
 from bench.stats import summary
@@ -83,6 +83,9 @@ def concurrency(cfg: Config, servers: Servers, cookie: str, workdir: Path) -> di
     try:
         for n in cfg.sweep:
             point = _concurrency_point(cfg, servers, cookie, workers, n, workdir)
+            # The same streams through the reference relay (bench/asgi.py), on the same processes.
+            floor = _concurrency_point(cfg, servers, cookie, workers, n, workdir, reference=True)
+            point["reference"] = {key: floor[key] for key in REFERENCE_FIGURES}
             points.append(point)
             p99 = point["gap_excess_ms"].get("p99", float("inf"))
             if p99 > cfg.stop_gap_ms or point["tokens_per_s"] < point["expected_tokens_per_s"] / 2:
@@ -101,11 +104,24 @@ def concurrency(cfg: Config, servers: Servers, cookie: str, workdir: Path) -> di
     }
 
 
+# What a concurrency point keeps of the reference relay's run at the same N.
+REFERENCE_FIGURES = ("tokens_per_s", "gap_excess_ms", "server_cpu_s_per_1000_tokens")
+
+
 def _concurrency_point(
-    cfg: Config, servers: Servers, cookie: str, workers: list[Worker], n: int, workdir: Path
+    cfg: Config,
+    servers: Servers,
+    cookie: str,
+    workers: list[Worker],
+    n: int,
+    workdir: Path,
+    *,
+    reference: bool = False,
 ) -> dict[str, Any]:
     ports = servers.ports
     conversations = servers.conversation_ids[SAMPLER_CONVERSATIONS : SAMPLER_CONVERSATIONS + n]
+    if reference:
+        conversations = [RELAY] * n
     targets = [(ports[i % len(ports)], c) for i, c in enumerate(conversations)]
     shares = [targets[i :: len(workers)] for i in range(len(workers))]
     opened = call_all(workers, "open", [{"targets": s, "cookie": cookie} for s in shares])
@@ -125,7 +141,7 @@ def _concurrency_point(
         cpu_start, client_cpu_start = servers.cpu_seconds(), _cpu(clients)
         raw_profile = workdir / f"profile-{servers.setup.name}-{n}.txt"
         profiler = None
-        if cfg.profile:
+        if cfg.profile and not reference:
             profiler = profile.start(servers.procs[0].pid, cfg.window_s, raw_profile)
         time.sleep(max(0.0, window_end - time.time()))
         cpu, client_cpu = servers.cpu_seconds() - cpu_start, _cpu(clients) - client_cpu_start

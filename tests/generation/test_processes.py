@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
-from django.conf import settings
 
 from conversations.models import Message
 from tests.support.replies import full_reply, only_reply_of, wait_until_settled
 from tests.support.servers import (
+    NEEDS_SHARED_SERVICES,
     ROOT,
     free_port,
     open_socket,
@@ -27,10 +27,7 @@ from tests.support.sockets import LiveSocket, finished, streamed_text
 pytestmark = [
     pytest.mark.processes,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        not settings.REDIS_URL or "postgresql" not in settings.DATABASES["default"]["ENGINE"],
-        reason="needs REDIS_URL and a PostgreSQL DATABASE_URL (several processes share them)",
-    ),
+    NEEDS_SHARED_SERVICES,
 ]
 
 

@@ -10,21 +10,17 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
-from django.conf import settings
 from websockets.exceptions import ConnectionClosed
 
 from conversations.consumers import CLOSE_POLICY_VIOLATION
 from conversations.models import Conversation
-from tests.support.servers import open_socket, servers, session_cookie
+from tests.support.servers import NEEDS_SHARED_SERVICES, open_socket, servers, session_cookie
 from tests.support.sockets import LiveSocket
 
 pytestmark = [
     pytest.mark.processes,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        not settings.REDIS_URL or "postgresql" not in settings.DATABASES["default"]["ENGINE"],
-        reason="needs REDIS_URL and a PostgreSQL DATABASE_URL (daphne reads the test's database)",
-    ),
+    NEEDS_SHARED_SERVICES,
 ]
 
 MB = 1024 * 1024

@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
-from django.conf import settings as django_settings
 from websockets.exceptions import ConnectionClosed
 
 from conversations.consumers import CLOSE_TOO_MANY_SOCKETS
 from conversations.models import Conversation
 from conversations.services import socket_slots
-from tests.support.servers import open_socket, servers, session_cookie
+from tests.support.servers import NEEDS_SHARED_SERVICES, open_socket, servers, session_cookie
 from tests.support.sockets import LiveSocket
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -62,11 +61,7 @@ async def test_a_slot_left_by_a_killed_process_frees_itself_when_its_lease_lapse
 
 
 @pytest.mark.processes
-@pytest.mark.skipif(
-    not django_settings.REDIS_URL
-    or "postgresql" not in django_settings.DATABASES["default"]["ENGINE"],
-    reason="needs REDIS_URL and a PostgreSQL DATABASE_URL (several processes share them)",
-)
+@NEEDS_SHARED_SERVICES
 async def test_the_limit_holds_across_processes(
     alice: Any, conversation: Conversation, tmp_path: Path
 ) -> None:

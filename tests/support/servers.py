@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from django.conf import settings
 from django.test import Client
 from websockets.asyncio.client import connect
@@ -23,6 +24,13 @@ from conversations.renderers import JSON_SUBPROTOCOL
 
 # The repository's root: servers, manage.py and `python -m bench` run from there.
 ROOT = Path(__file__).resolve().parents[2]
+
+
+# Daphne processes read the test's database and share its Redis: in-memory SQLite will not do.
+NEEDS_SHARED_SERVICES = pytest.mark.skipif(
+    not settings.REDIS_URL or "postgresql" not in settings.DATABASES["default"]["ENGINE"],
+    reason="needs REDIS_URL and a PostgreSQL DATABASE_URL (several processes share them)",
+)
 
 
 def free_port() -> int:
