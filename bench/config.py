@@ -15,7 +15,7 @@ class Config:
     mode: str = "quick"
     out: Path = Path("bench/results")
     scenarios: tuple[str, ...] = SCENARIOS
-    setups: tuple[str, ...] = ("mem1", "redis2")
+    setups: tuple[str, ...] = ("mem1", "pubsub2")  # the default deployment: pub/sub layer
     database_url: str = "postgres://postgres@127.0.0.1:5432/chatsite_bench"
     redis_url: str = "redis://127.0.0.1:6379/14"
     base_port: int = 8710
