@@ -40,8 +40,7 @@ async def flood(ws: Any) -> tuple[int, int | None]:
                 await asyncio.sleep(0)  # let the reader see a close
     except ConnectionClosed:
         pass
-    with_code = ws.close_code if ws.close_code is not None else None
-    return sent, with_code
+    return sent, ws.close_code
 
 
 async def test_a_flooding_socket_is_closed_and_others_are_served_meanwhile(
