@@ -41,6 +41,7 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         record = records.pop(request_id, None)
         if record is not None:
             found[request_id] = {
+                "requested_at": record.requested_at,
                 "emit_times": record.emit_times,
                 "stop_requested_at": record.stop_requested_at,
                 "emitted_after_stop": record.emitted_after_stop,

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import flood, latency, model, report, throughput
+from bench import flood, latency, model, report, sends, throughput
 from bench.config import SAMPLER_CONVERSATIONS, SCENARIOS, Config, preset
 from bench.server import Servers, Setup, running, services_missing
 
@@ -44,6 +44,7 @@ def parse_args(argv: list[str] | None) -> Config:
     )
     parser.add_argument("--pace-ms", type=float, help="scripted engine delay between tokens")
     parser.add_argument("--window-s", type=float, help="measurement window per concurrency step")
+    parser.add_argument("--burst-sends", type=int, help="sends at the same moment (sends)")
     parser.add_argument(
         "--idle-sockets", type=int, help="sockets opened for the memory measurement"
     )
@@ -74,7 +75,7 @@ def parse_args(argv: list[str] | None) -> Config:
     parser.add_argument(
         "--profile",
         action="store_true",
-        help="py-spy the first server during the largest concurrency step",
+        help="py-spy the first server during the concurrency steps and the burst of sends",
     )
     args = parser.parse_args(argv)
     cfg = preset(args.mode)
@@ -95,6 +96,7 @@ def parse_args(argv: list[str] | None) -> Config:
         "pace_ms",
         "window_s",
         "idle_sockets",
+        "burst_sends",
         "client_procs",
         "out",
         "database_url",
@@ -127,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         "concurrency": {},
         "memory": {},
         "flood": {},
+        "sends": {},
         "model": {},
         "notes": [],
     }
@@ -192,7 +195,7 @@ def _scripted_phases(
     delivery: bool,
 ) -> None:
     wanted = cfg.scenarios
-    if memory or sweep or "latency" in wanted:
+    if memory or sweep or "latency" in wanted or "sends" in wanted:
         paced = {
             "CHAT_ENGINE": "scripted",
             "CHAT_SCRIPTED_TOKENS": "1000000",
@@ -200,7 +203,7 @@ def _scripted_phases(
             "CHAT_MAX_TOKENS": "1000000",
             **cfg.server_env,
         }
-        streams = max(cfg.load_streams, max(cfg.sweep), cfg.idle_sockets)
+        streams = max(cfg.load_streams, max(cfg.sweep), cfg.idle_sockets, cfg.burst_sends)
         servers = Servers(
             setup,
             folder / f"work-{setup.name}",
@@ -216,6 +219,9 @@ def _scripted_phases(
             if "latency" in wanted:
                 _step(f"{setup.name}: TTFT and cancel latency")
                 results["latency"].update(latency.measure(cfg, servers, cookie))
+            if "sends" in wanted:
+                _step(f"{setup.name}: {cfg.burst_sends} sends at once")
+                results["sends"][setup.name] = sends.measure(cfg, servers, folder)
             if sweep:
                 _step(f"{setup.name}: concurrency sweep {cfg.sweep}")
                 results["concurrency"][setup.name] = throughput.concurrency(

@@ -140,20 +140,26 @@ class Client:
         self.socks: list[Sock] = []
 
     async def open(
-        self, targets: list[tuple[int, str]], cookie: str, parallel: int = 50
+        self,
+        targets: list[tuple[int, str]],
+        cookie: str = "",
+        parallel: int = 50,
+        cookies: list[str] | None = None,
     ) -> dict[str, Any]:
-        """Open one socket per (port, conversation id), `parallel` handshakes at a time."""
+        """Open one socket per (port, conversation id), `parallel` handshakes at a time, as the
+        user of `cookie`, or with `cookies`, each target as a user of its own."""
         gate = asyncio.Semaphore(parallel)
         failures: list[str] = []
 
-        async def one(port: int, conversation_id: str) -> None:
+        async def one(port: int, conversation_id: str, cookie: str) -> None:
             async with gate:
                 try:
                     self.socks.append(await open_socket(port, conversation_id, cookie))
                 except Exception as exc:
                     failures.append(repr(exc))
 
-        await asyncio.gather(*(one(p, c) for p, c in targets))
+        who = cookies if cookies is not None else [cookie] * len(targets)
+        await asyncio.gather(*(one(p, c, k) for (p, c), k in zip(targets, who, strict=True)))
         return {"opened": len(self.socks), "failed": len(failures), "errors": failures[:3]}
 
     async def close_all(self) -> None:
@@ -264,6 +270,27 @@ class Client:
                     await sock.ws.close()
                     sock.reader.cancel()
         return samples
+
+    async def send_together(self, start_at: float, timeout: float) -> list[dict[str, Any]]:
+        """Every open socket sends one message at `start_at`; when each was sent, its request id
+        and when its first token arrived."""
+        socks = list(self.socks)
+        started = [s.expect(is_type("message.started")) for s in socks]
+        first = [s.expect(is_type("message.delta")) for s in socks]
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+        sent_at = await asyncio.gather(
+            *(s.send(action="send", content="All at once") for s in socks)
+        )
+        await asyncio.wait([*started, *first], timeout=timeout)
+        replies = []
+        for sock, when, began, token in zip(socks, sent_at, started, first, strict=True):
+            reply: dict[str, Any] = {"sent_at": when, "errors": sock.errors[:3]}
+            if began.done():
+                reply["request_id"] = began.result()[1]["message"]["request_id"]
+            if token.done():
+                reply["first_delta_at"] = token.result()[0]
+            replies.append(reply)
+        return replies
 
     async def one_reply(
         self, port: int, conversation_id: str, cookie: str, content: str, limit_s: float

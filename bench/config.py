@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-SCENARIOS = ("latency", "delivery", "concurrency", "memory", "flood", "model")
+SCENARIOS = ("latency", "sends", "delivery", "concurrency", "memory", "flood", "model")
 # Conversations 0-15 belong to single-reply samplers; streams by the hundred use the rest.
 SAMPLER_CONVERSATIONS = 16
 
@@ -33,6 +33,7 @@ class Config:
     # the tokens it should: larger N only takes longer to say the same.
     stop_gap_ms: float = 100.0
     idle_sockets: int = 500
+    burst_sends: int = 100  # sends at the same moment, each in a conversation of its own
     delivery_tokens: int = 5000
     delivery_paced_tokens: int = 500
     delivery_paced_ms: float = 1.0
@@ -74,6 +75,7 @@ def preset(mode: str) -> Config:
             warmup_s=0.5,
             window_s=1.0,
             idle_sockets=10,
+            burst_sends=4,
             delivery_tokens=200,
             delivery_paced_tokens=50,
             delivery_runs=1,

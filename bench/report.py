@@ -90,6 +90,15 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                 f"{per / 1024:.1f} KB",
                 per < 100 * 1024,
             )
+    for name, data in results.get("sends", {}).items():
+        engine = data["send_to_engine_ms"]
+        if engine.get("n"):
+            add(
+                f"{data['sends']} sends at once, send to the engine ({name})",
+                "p99 <= 500 ms, every send started",
+                f"p50 {engine['p50']} ms, p99 {engine['p99']} ms, {data['started']} started",
+                engine["p99"] <= 500 and data["started"] == data["sends"],
+            )
     for name, data in results.get("flood", {}).items():
         quiet = data["runs"]["quiet"]["client_ttft_ms"]
         flooded = data["runs"][FRAME_FLOOD]["client_ttft_ms"]
@@ -188,6 +197,16 @@ def table(results: dict[str, Any]) -> str:
             f"\nIdle sockets on {name}: {data['sockets']} open, {data['bytes_per_socket'] / 1024:.1f} KB "
             f"each (daphne RSS {data['rss_before_mb']} -> {data['rss_after_mb']} MB)"
         )
+    for name, data in results.get("sends", {}).items():
+        lines += [
+            "",
+            f"{data['sends']} sends at the same moment on {name} ({data['setup']}; "
+            f"{data['started']} started), ms p50 / p95 / p99 / max",
+            f"  send to the request reaching the engine  {_ppp(data['send_to_engine_ms'])}"
+            f" / {data['send_to_engine_ms'].get('max', '-')}",
+            f"  send to the first token at the client    {_ppp(data['send_to_first_token_ms'])}"
+            f" / {data['send_to_first_token_ms'].get('max', '-')}",
+        ]
     for name, data in results.get("flood", {}).items():
         lines += [
             "",

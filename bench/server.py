@@ -227,6 +227,16 @@ class Servers:
         made = json.loads(out.stdout.strip().splitlines()[-1])
         return made["session"], made["conversations"]
 
+    def many_users(self, prefix: str, count: int) -> list[tuple[str, str]]:
+        """`count` users, each with a session cookie and a conversation of its own."""
+        command = [sys.executable, "-m", "bench.setup_db", "--username", prefix]
+        command += ["--users", str(count)]
+        out = subprocess.run(command, env=self.env, cwd=ROOT, capture_output=True, text=True)
+        if out.returncode:
+            raise RuntimeError(f"database setup failed:\n{out.stderr[-3000:]}")
+        made = json.loads(out.stdout.strip().splitlines()[-1])
+        return list(zip(made["sessions"], made["conversations"], strict=True))
+
     def records(self, request_ids: list[str]) -> dict[str, Any]:
         """The scripted engine's own records of these requests, from whichever process ran them."""
         found: dict[str, Any] = {}

@@ -16,11 +16,29 @@ import django
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--conversations", type=int, required=True)
+    parser.add_argument("--conversations", type=int, default=1)
+    parser.add_argument(
+        "--users", type=int, default=0, help="that many users, one conversation each"
+    )
     parser.add_argument("--username", required=True)
     args = parser.parse_args()
 
     django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+    if args.users:
+        # Many users with a conversation each: {"sessions": [keys], "conversations": [ids]}.
+        made = [_user_with_session(f"{args.username}-{i}", 1) for i in range(args.users)]
+        print(
+            json.dumps({"sessions": [m[0] for m in made], "conversations": [m[1][0] for m in made]})
+        )
+        return
+    session, conversations = _user_with_session(args.username, args.conversations)
+    print(json.dumps({"session": session, "conversations": conversations}))
+
+
+def _user_with_session(username: str, conversations: int) -> tuple[str, list[str]]:
     from django.contrib.auth import (
         BACKEND_SESSION_KEY,
         HASH_SESSION_KEY,
@@ -28,12 +46,10 @@ def main() -> None:
         get_user_model,
     )
     from django.contrib.sessions.backends.db import SessionStore
-    from django.core.management import call_command
 
     from conversations.models import Conversation
 
-    call_command("migrate", verbosity=0, interactive=False)
-    user, new = get_user_model().objects.get_or_create(username=args.username)
+    user, new = get_user_model().objects.get_or_create(username=username)
     if new:
         user.set_unusable_password()
         user.save()
@@ -45,10 +61,10 @@ def main() -> None:
     # A clean slate: old conversations would only make the per-user queries slower run by run.
     Conversation.objects.filter(owner=user).delete()
     created = Conversation.objects.bulk_create(
-        Conversation(owner=user, title=f"bench {i}") for i in range(args.conversations)
+        Conversation(owner=user, title=f"bench {i}") for i in range(conversations)
     )
-    conversations = [str(c.id) for c in created]
-    print(json.dumps({"session": session.session_key, "conversations": conversations}))
+    assert session.session_key is not None
+    return session.session_key, [str(c.id) for c in created]
 
 
 if __name__ == "__main__":

@@ -250,6 +250,16 @@ CHAT_USER_FRAME_BURST = env_int("CHAT_USER_FRAME_BURST", 20, minimum=1)
 # Frames one socket has accepted but not yet acted on (each waits for the database); a frame
 # beyond these is answered `busy` rather than queued, so a socket's backlog stays bounded.
 CHAT_SOCKET_QUEUED_FRAMES = env_int("CHAT_SOCKET_QUEUED_FRAMES", 4, minimum=1)
+# Threads that save sends, beside Channels' one database thread, so a crowd of sends waits for
+# PostgreSQL side by side rather than one after another behind other replies' writes. SQLite
+# takes one writer at a time: there, sends use the database thread (0).
+_SQLITE = DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
+CHAT_SEND_THREADS = env_int("CHAT_SEND_THREADS", 0 if _SQLITE else 4, minimum=0)
+if not _SQLITE and DATABASES["default"]["OPTIONS"]["pool"]["max_size"] <= CHAT_SEND_THREADS:
+    raise ImproperlyConfigured(
+        f"CHAT_SEND_THREADS ({CHAT_SEND_THREADS}) must be under DATABASE_POOL_MAX_SIZE: the "
+        "database thread and requests need connections too."
+    )
 # Sockets one user may hold open at once, across every process (counted in CACHES).
 CHAT_SOCKETS_PER_USER = env_int("CHAT_SOCKETS_PER_USER", 30, minimum=1)
 # Sockets one browser session may open a minute (page loads and reconnects; counted in CACHES).

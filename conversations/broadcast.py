@@ -12,7 +12,7 @@ from asgiref.sync import async_to_sync
 from channels.exceptions import ChannelFull
 from channels.layers import BaseChannelLayer, get_channel_layer
 
-from conversations.protocol import Event
+from conversations.protocol import TO_GENERATION, Event
 
 # A tab whose channel is full is often the one that asked for a snapshot: give it time to drain.
 CHANNEL_FULL_ATTEMPTS = 20
@@ -25,13 +25,29 @@ def layer() -> BaseChannelLayer:
     return channel_layer
 
 
+def generation_group(group: str) -> str:
+    """The group a conversation's running generation joins; its tabs join `group` itself.
+
+    Two groups, so that nobody receives what is not meant for them: every frame of a reply goes
+    to the tabs only (not back to the generation that sent it, which would double the layer's
+    work per frame and fill the generation's channel until a tab's snapshot request was
+    dropped), and Stops, snapshot requests and pongs reach the generation only.
+    """
+    return f"{group}.generation"
+
+
+def _addressee(group: str, event: Event) -> str:
+    return generation_group(group) if isinstance(event, TO_GENERATION) else group
+
+
 async def to_group(group: str, event: Event) -> None:
-    await layer().group_send(group, event.as_message())
+    """Send to a conversation's tabs or to its generation, whichever the event is for."""
+    await layer().group_send(_addressee(group, event), event.as_message())
 
 
 def to_group_from_sync(group: str, event: Event) -> None:
     """For synchronous code (a view): the same send, from outside the event loop."""
-    async_to_sync(layer().group_send)(group, event.as_message())
+    async_to_sync(layer().group_send)(_addressee(group, event), event.as_message())
 
 
 async def to_channel(channel: str, event: Event, *, attempts: int = 1) -> None:

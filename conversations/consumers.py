@@ -27,9 +27,9 @@ from conversations.models import Conversation
 from conversations.protocol import MessagePayload, message_payload
 from conversations.renderers import JSON_SUBPROTOCOL, HtmlRenderer, JsonRenderer, Renderer
 from conversations.services import sessions, socket_slots
-from conversations.services.errors import SendRefused
+from conversations.services.errors import SendRefused, SessionEnded
 from conversations.signals import user_group
-from conversations.tabs import Append, AskSnapshot, TabState
+from conversations.tabs import ASK_AGAIN_S, Append, AskSnapshot, Replace, TabState
 from conversations.throttle import SocketFrames
 from conversations.types import AnyUser
 
@@ -162,13 +162,17 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
             if isinstance(command, CancelFrame):
                 await self._cancel()
                 return
-            if not await self._still_signed_in():
-                return  # a session that ended (logout, new password...) acts on nothing more
+            # The session is checked in the same trip to the database as the send is saved: a
+            # session that ended (logout, new password...) acts on nothing more.
             await replies.reply_start(
                 conversation=self.conversation,
                 content=command.content,
                 idempotency_key=command.idempotency_key,
+                session_key=self.session_key,
+                user_id=self.user_id,
             )
+        except SessionEnded:
+            await self._session_ended()
         except (FrameError, SendRefused) as exc:
             await self._send(self.renderer.error(exc.code, str(exc)))
         except DatabaseError:
@@ -205,7 +209,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         # database thread, queued behind whatever runs there, for every streamed frame and every
         # frame received (a flood would wait there before it could be refused). Protocol handlers
         # and queued frames reach the database only through services, which clean up themselves.
-        if message["type"] in protocol.EVENT_TYPES:
+        if message["type"] in protocol.TAB_EVENT_TYPES:
             await getattr(self, protocol.handler_name(message["type"]))(message)
         elif message["type"] == "websocket.receive":
             await self.websocket_receive(message)
@@ -251,7 +255,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
     async def _finish(self, message_id: int, saved: MessagePayload) -> None:
         """Show the saved reply's end this tab missed, then its final state (once)."""
         tail = self.tab.catch_up(message_id, saved["content"])
-        if tail is not None:
+        if isinstance(tail, Replace):
+            await self._send(self.renderer.snapshot(message_id, tail.text))
+        elif tail is not None:
             logger.info("message %s: %s characters shown at the finish", message_id, len(tail.text))
             await self._send(self.renderer.delta(message_id, tail.offset, tail.text))
         if self.tab.finished(message_id):
@@ -306,11 +312,6 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         )
         await self._close_for_good(CLOSE_NOT_FOUND)
 
-    async def _for_the_generation(self, message: dict[str, Any]) -> None:
-        """Every member of the group receives the generation's events too; tabs ignore them."""
-
-    chat_cancel = chat_sync = chat_pong = _for_the_generation
-
     async def _ask_snapshot(self, message_id: int) -> None:
         self.tab.resync(message_id, self._now())
         await self._request_snapshot(message_id)
@@ -331,7 +332,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         """Group messages can be lost (a full channel drops them; Redis can restart), so a reply
         this socket hears nothing about for a while is looked up in the database instead."""
         while self.tab.following:
-            await asyncio.sleep(self.tab.quiet_s / 2)
+            await asyncio.sleep(min(self.tab.quiet_s / 2, ASK_AGAIN_S / 2))
+            for message_id in self.tab.unanswered(self._now()):
+                await self._request_snapshot(message_id)
             for message_id in self.tab.silent(self._now()):
                 try:
                     state = await database_sync_to_async(recovery.reply_state)(

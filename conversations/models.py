@@ -93,7 +93,7 @@ class Conversation(models.Model):
 
     @property
     def group_name(self) -> str:
-        """The channel-layer group every tab and the running generation of this conversation join."""
+        """The channel-layer group of this conversation's tabs (its generation's: see broadcast)."""
         return f"conversation.{self.id.hex}"
 
 

@@ -1,12 +1,11 @@
-"""Every message that crosses a process boundary: the events of a conversation's group.
+"""Every message that crosses a process boundary: the events of a conversation's two groups.
 
-A conversation's tabs (consumers) and its running generation all join the conversation's
-channel-layer group, and talk through these events only, in one namespace, `chat.*`:
+A conversation's tabs (consumers) and its running generation talk through these events only, in
+one namespace, `chat.*`, over two channel-layer groups of the conversation:
 
-- to the tabs, from the generation: Started, Delta, Snapshot (to one tab), Finished, Ping;
-- to the generation, from tabs and services: Cancel, Sync, Pong (Pong to its own channel).
+- to the tabs' group, from the generation: Started, Delta, Snapshot (to one tab), Finished, Ping;
+- to the generation's group, from tabs and services: Cancel, Sync, Pong (Pong to its own channel).
 
-Every member of the group receives every group event and ignores the ones not meant for it.
 `conversations.broadcast` is the only module that puts them on the channel layer; `parse` turns
 what arrives back into these classes. Payloads are plain JSON-able values (the Redis layer
 serializes with msgpack).
@@ -202,6 +201,7 @@ TO_TABS: tuple[type[Event], ...] = (
 TO_GENERATION: tuple[type[Event], ...] = (Cancel, Sync, Pong)
 _BY_TYPE = {kind.type: kind for kind in (*TO_TABS, *TO_GENERATION)}
 EVENT_TYPES = frozenset(_BY_TYPE)
+TAB_EVENT_TYPES = frozenset(kind.type for kind in TO_TABS)  # what a tab's consumer handles
 
 
 def parse(message: dict[str, Any]) -> Event:

@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 
 # Deltas kept per reply while a snapshot is awaited; past that the snapshot alone must do.
 MAX_WAITING_DELTAS = 256
+# A snapshot request with no answer after this long is sent again: a layer that drops messages
+# (a full channel) may have dropped the request, or the answer, and the tab shows nothing new
+# until one arrives.
+ASK_AGAIN_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -21,6 +25,13 @@ class Append:
     """Show `text` after the first `offset` characters shown so far."""
 
     offset: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Replace:
+    """Show `text` in place of whatever is shown of the reply."""
+
     text: str
 
 
@@ -36,6 +47,7 @@ class _Reply:
     shown: int | None = 0  # None while waiting for a snapshot
     heard_at: float = 0.0
     waiting: list[tuple[int, str]] = field(default_factory=list)  # (offset, text) while None
+    asked_at: float = 0.0  # when a snapshot was last asked for
 
 
 class TabState:
@@ -95,11 +107,17 @@ class TabState:
         reply.heard_at = now
         return text
 
-    def catch_up(self, message_id: int, content: str) -> Append | None:
+    def catch_up(self, message_id: int, content: str) -> Append | Replace | None:
         """The end of the saved reply this tab has not shown: its last delta was lost or is still
-        on its way behind the finish. Shown before the finish, so the live text ends complete."""
+        on its way behind the finish. Shown before the finish, so the live text ends complete;
+        the whole of it if the tab lost track and was still waiting for a snapshot."""
         reply = self._replies.get(message_id)
-        if reply is None or reply.shown is None or len(content) <= reply.shown:
+        if reply is None:
+            return None
+        if reply.shown is None:
+            reply.shown, reply.waiting = len(content), []
+            return Replace(content)
+        if len(content) <= reply.shown:
             return None
         shown, reply.shown = reply.shown, len(content)
         return Append(shown, content[shown:])
@@ -123,6 +141,17 @@ class TabState:
         reply = self._replies.setdefault(message_id, _Reply())
         return self._ask(reply, now, "resync")
 
+    def unanswered(self, now: float) -> list[int]:
+        """Replies whose snapshot request has had no answer for ASK_AGAIN_S: ask again now."""
+        due = [
+            message_id
+            for message_id, reply in self._replies.items()
+            if reply.shown is None and now - reply.asked_at >= ASK_AGAIN_S
+        ]
+        for message_id in due:
+            self._replies[message_id].asked_at = now
+        return due
+
     def silent(self, now: float) -> list[int]:
         """Replies this tab follows but has heard nothing about for quiet_s."""
         return [mid for mid, reply in self._replies.items() if now - reply.heard_at >= self.quiet_s]
@@ -135,6 +164,6 @@ class TabState:
         self, reply: _Reply, now: float, reason: str, offset: int = 0, text: str = ""
     ) -> AskSnapshot:
         reply.shown = None
-        reply.heard_at = now
+        reply.heard_at = reply.asked_at = now
         reply.waiting = [(offset, text)] if text else []
         return AskSnapshot(reason)

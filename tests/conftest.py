@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -12,6 +12,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 
 from conversations.engines import BACKENDS, get_engine, reset_engines
+from conversations.generation.replies import finish_sends
 from conversations.models import Conversation
 from tests.support.db import close_worker_connections
 from tests.support.replies import generations_finished
@@ -46,6 +47,13 @@ def fresh_cache(settings: Any) -> None:
         name: {**config, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"}
         for name, config in settings.CACHES.items()
     }
+
+
+@pytest.fixture(autouse=True)
+def sends_finished() -> Iterator[None]:
+    """A send still being saved on a send thread when its test ends finishes before the next."""
+    yield
+    finish_sends()
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ class ScriptedRecord:
     """What the engine did for one request, as the engine saw it."""
 
     request_id: str
+    requested_at: float = field(default_factory=time.time)  # when the request reached the engine
     emitted: int = 0
     emit_times: list[float] = field(default_factory=list)  # time.time() of each token
     stop_requested_at: float | None = None

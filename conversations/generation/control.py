@@ -1,11 +1,12 @@
-"""What keeps a running generation in touch: its channel in the group, the keep-alive loop.
+"""What keeps a running generation in touch: its channel in the group, its keep-alive.
 
-- The listener takes the group's events meant for the generation: Cancel (stop), Sync (send
-  one tab the text so far) and Pong (a tab is still watching); it ignores the rest, including
-  the generation's own events, which every member of the group receives.
-- The keep-alive writes the partial text and heartbeat every CHAT_FLUSH_INTERVAL_S, picks up a
-  Stop recorded in the row (its group message may have been lost), notices a row settled by
-  someone else, pings the tabs, and stops a reply nobody has watched for the grace period.
+- The listener takes the events of the conversation's generation group: Cancel (stop), Sync
+  (send one tab the text so far) and Pong (a tab is still watching). The tabs' events, the
+  generation's own frames among them, go to another group and never reach it.
+- The keep-alive (the process's round, see keepalive) writes the partial text and heartbeat
+  every CHAT_FLUSH_INTERVAL_S; after it the generation picks up a Stop recorded in the row (its
+  group message may have been lost), notices a row settled by someone else, pings the tabs, and
+  stops a reply nobody has watched for the grace period.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ import time
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 
 from conversations import broadcast, protocol
 from conversations.generation import rows
+from conversations.generation.keepalive import keep_alive
 
 if TYPE_CHECKING:
     from conversations.generation.runner import Generation
@@ -36,35 +37,46 @@ class Control:
         self.channel = ""
         self.last_viewer_seen = time.monotonic()
         self.flushed = 0  # characters of the reply written to the row
-        self._tasks: list[asyncio.Task[None]] = []
+        self.marked_streaming = False  # the row says "streaming" (written at a flush)
+        self._listener: asyncio.Task[None] | None = None
 
     async def join(self) -> None:
         layer = broadcast.layer()
         self.channel = await layer.new_channel()
         await self._join_group()
-        self._tasks = [asyncio.create_task(self._listen()), asyncio.create_task(self._keep_alive())]
+        self._listener = asyncio.create_task(self._listen())
+        keep_alive.add(self)
 
     def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
+        keep_alive.discard(self)
+        if self._listener is not None:
+            self._listener.cancel()
+
+    @property
+    def group(self) -> str:
+        return broadcast.generation_group(self.generation.plan.group)
 
     async def leave(self) -> None:
         with suppress(Exception):
-            await broadcast.layer().group_discard(self.generation.plan.group, self.channel)
+            await broadcast.layer().group_discard(self.group, self.channel)
 
     async def _join_group(self) -> None:
         try:
-            await broadcast.layer().group_add(self.generation.plan.group, self.channel)
+            await broadcast.layer().group_add(self.group, self.channel)
         except Exception as exc:
             # Generating and saving go on; Stops still arrive through the row.
             logger.warning("group add failed request_id=%s: %r", self._request_id, exc)
+
+    @property
+    def message_id(self) -> int:
+        return self.generation.plan.message_id
 
     @property
     def _request_id(self) -> str:
         return self.generation.plan.request_id
 
     async def _listen(self) -> None:
-        mine = self.generation.plan.message_id
+        mine = self.message_id
         while True:
             try:
                 message = await broadcast.layer().receive(self.channel)
@@ -98,36 +110,32 @@ class Control:
             elif isinstance(event, protocol.Pong):
                 self.last_viewer_seen = time.monotonic()
 
-    async def _keep_alive(self) -> None:
-        generation = self.generation
-        interval = settings.CHAT_FLUSH_INTERVAL_S
-        grace = settings.CHAT_DISCONNECT_GRACE_S
-        while True:
-            await asyncio.sleep(interval)
-            await self._flush()
-            await generation.send(
-                protocol.Ping(message_id=generation.plan.message_id, reply_channel=self.channel)
-            )
-            if time.monotonic() - self.last_viewer_seen > grace:
-                logger.info("no viewer for %ss request_id=%s", grace, self._request_id)
-                await generation.request_stop(
-                    rows.RecordedStop(rows.unix_time(time.time()), DISCONNECTED)
-                )
-
-    async def _flush(self) -> None:
+    def flush_request(self) -> rows.Flush:
+        """This reply's part of the process's keep-alive round (see keepalive)."""
         generation = self.generation
         length = generation.feed.text.length
-        content = generation.feed.text.text if length != self.flushed else None
-        try:
-            result = await database_sync_to_async(rows.flush)(
-                generation.plan.message_id, content, look_for_stop=generation.stop is None
+        return rows.Flush(
+            message_id=self.message_id,
+            content=generation.feed.text.text if length != self.flushed else None,
+            look_for_stop=generation.stop is None,
+            length=length,
+            first_token_at=None if self.marked_streaming else generation.first_token_at,
+        )
+
+    async def after_flush(self, flush: rows.Flush, result: rows.FlushResult | None) -> None:
+        """Act on what the row said (None: the write failed), ping the tabs, mind the grace."""
+        generation = self.generation
+        if result is not None:
+            self.flushed = flush.length
+            self.marked_streaming |= flush.first_token_at is not None
+            if not result.active:
+                generation.row_lost()
+            elif result.stop is not None:
+                await generation.request_stop(result.stop)
+        await generation.send(protocol.Ping(message_id=self.message_id, reply_channel=self.channel))
+        grace = settings.CHAT_DISCONNECT_GRACE_S
+        if time.monotonic() - self.last_viewer_seen > grace:
+            logger.info("no viewer for %ss request_id=%s", grace, self._request_id)
+            await generation.request_stop(
+                rows.RecordedStop(rows.unix_time(time.time()), DISCONNECTED)
             )
-        except Exception as exc:
-            # Not marked flushed: the next round writes the text again, new tokens or not.
-            logger.warning("flush failed request_id=%s: %r", self._request_id, exc)
-            return
-        self.flushed = length
-        if not result.active:
-            generation.row_lost()
-        elif result.stop is not None:
-            await generation.request_stop(result.stop)

@@ -33,13 +33,21 @@ def replies_mark_interrupted(
     """
     now = timezone.now()
     cutoff = now - timedelta(seconds=settings.CHAT_HEARTBEAT_TIMEOUT_S)
-    stale = Message.objects.filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True))
+    stale = Message.objects.filter(
+        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True),
+        status__in=Message.ACTIVE_STATUSES,
+    )
     if conversation is not None:
         stale = stale.filter(conversation=conversation)
     if owner_id is not None:
         stale = stale.filter(conversation__owner_id=owner_id)
+    # Found by a read first: this runs before every send, and there is almost never anything to
+    # settle (an UPDATE through the owner's join would be a write, and a subquery, every time).
+    found = list(stale.values_list("pk", flat=True))
+    if not found:
+        return 0
     # Conditional on the stale heartbeat: a generation that is still alive keeps its row.
-    count = stale.transition(
+    count = stale.filter(pk__in=found).transition(
         from_=Message.ACTIVE_STATUSES,
         to=Message.Status.INTERRUPTED,
         finished_at=now,

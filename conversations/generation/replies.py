@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import time
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import ParamSpec, TypeVar
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 
 from conversations import broadcast
@@ -20,22 +26,36 @@ from conversations.generation.recovery import replies_mark_interrupted
 from conversations.generation.runner import Generation, ReplyPlan, running_here
 from conversations.models import Conversation, Message
 from conversations.protocol import Cancel, Started, message_payload
+from conversations.services import prompt, sessions
 from conversations.services.errors import (
     ConversationGone,
     DuplicateSend,
     EngineUnavailable,
     NothingToCancel,
     ReplyInProgress,
+    SessionEnded,
 )
 from conversations.services.limits import check_send_allowed, send_accepted
 
 logger = logging.getLogger("chatsite.generation")
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 
 def reply_create(
-    *, conversation: Conversation, content: str, idempotency_key: str = ""
+    *,
+    conversation: Conversation,
+    content: str,
+    idempotency_key: str = "",
+    session_key: str | None = None,
+    user_id: int | None = None,
 ) -> ReplyPlan:
     """Save the user's message and a pending reply, or refuse the send.
+
+    With `user_id`, first check that `session_key` still signs that user in (SessionEnded if
+    not): a socket's send makes one trip to the database thread, not one per step, since under
+    a crowd of sends each trip waits behind all the others.
 
     Refusals hold across processes: the database's unique constraints allow one active reply per
     conversation and one message per idempotency key, and the owner's row is locked while the
@@ -43,6 +63,8 @@ def reply_create(
     Nothing slow happens under that lock: the prompt (which may load the model's tokenizer) is
     built by the generation once the send is committed.
     """
+    if user_id is not None and not sessions.session_signs_in(session_key, user_id):
+        raise SessionEnded
     engine = _available_engine()
     # Replies whose process died would otherwise count against the limits and block this
     # conversation until the next restart: settle every stale one of this owner first.
@@ -85,6 +107,8 @@ def reply_create(
         )
         Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
         title = Conversation.objects.values_list("title", flat=True).get(pk=conversation.pk)
+    # Read after the commit: the owner's row is not held while the history is read.
+    history = prompt.load_history(conversation.id, before=reply.pk)
     return ReplyPlan(
         conversation_id=conversation.id,
         group=conversation.group_name,
@@ -98,6 +122,7 @@ def reply_create(
             user_message=message_payload(user_message),
             message=message_payload(reply),
         ),
+        history=history,
     )
 
 
@@ -113,14 +138,67 @@ def _available_engine() -> Engine:
 
 
 async def reply_start(
-    *, conversation: Conversation, content: str, idempotency_key: str = ""
+    *,
+    conversation: Conversation,
+    content: str,
+    idempotency_key: str = "",
+    session_key: str | None = None,
+    user_id: int | None = None,
 ) -> Generation:
-    """Save a send and start streaming its reply in this process."""
-    plan = await database_sync_to_async(reply_create)(
-        conversation=conversation, content=content, idempotency_key=idempotency_key
+    """Save a send and start streaming its reply in this process (see reply_create)."""
+    plan = await _on_a_send_thread(
+        reply_create,
+        conversation=conversation,
+        content=content,
+        idempotency_key=idempotency_key,
+        session_key=session_key,
+        user_id=user_id,
     )
     logger.info("send accepted request_id=%s message=%s", plan.request_id, plan.message_id)
     return Generation.start(plan)
+
+
+_send_threads: ThreadPoolExecutor | None = None
+
+
+async def _on_a_send_thread(function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """`function` on one of CHAT_SEND_THREADS threads; on the database thread if there are none.
+
+    Channels' one database thread runs every flush, history read and lookup of the process: a
+    crowd of sends queued there waits for each other's round trips to PostgreSQL, one at a time.
+    """
+    global _send_threads
+    if not settings.CHAT_SEND_THREADS:
+        result: R = await database_sync_to_async(function)(*args, **kwargs)
+        return result
+    if _send_threads is None:
+        _send_threads = ThreadPoolExecutor(
+            settings.CHAT_SEND_THREADS, thread_name_prefix="chatsite-send"
+        )
+    call = functools.partial(_with_own_connection, function, *args, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(_send_threads, call)
+
+
+def finish_sends() -> None:
+    """Wait for the sends being saved on send threads, and let their threads go (in tests, so
+    that no send of one test writes into the next, or holds a connection at the end)."""
+    global _send_threads
+    if _send_threads is not None:
+        _send_threads.shutdown(wait=True)
+        _send_threads = None
+
+
+def _with_own_connection(function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """Run on a send thread with the thread's own connection, given back to the pool after.
+
+    Not through database_sync_to_async: that runs the function in a copy of the caller's
+    context, where Django's connections live, and then closes the thread's own connections,
+    which the function never used, so the one it did use stayed open.
+    """
+    try:
+        return function(*args, **kwargs)
+    finally:
+        connections.close_all()
 
 
 async def reply_stop_now(

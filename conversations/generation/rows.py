@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from conversations.engines.base import StreamResult
@@ -42,6 +43,28 @@ def mark_streaming(message_id: int, first_token_at: datetime) -> bool:
             message_id, from_={Status.PENDING}, to=Status.STREAMING, first_token_at=first_token_at
         )
     )
+
+
+@dataclass(frozen=True)
+class Flush:
+    """What one reply's flush writes: its text (None: unchanged since the last one) and heartbeat."""
+
+    message_id: int
+    content: str | None
+    look_for_stop: bool
+    length: int  # characters of the reply this flush covers
+    first_token_at: datetime | None = None  # the first token came: the reply is streaming
+
+
+def flush_all(flushes: list[Flush]) -> list[FlushResult]:
+    """Every flush of a keep-alive round, in one transaction: one commit for all of them."""
+    results = []
+    with transaction.atomic():
+        for item in flushes:
+            if item.first_token_at is not None:
+                mark_streaming(item.message_id, item.first_token_at)
+            results.append(flush(item.message_id, item.content, look_for_stop=item.look_for_stop))
+    return results
 
 
 def flush(message_id: int, content: str | None, *, look_for_stop: bool) -> FlushResult:

@@ -26,7 +26,6 @@ from conversations import broadcast, metrics
 from conversations.engines import get_engine
 from conversations.engines.base import (
     ChatMessage,
-    Engine,
     EngineError,
     EngineStream,
     SamplingParams,
@@ -65,6 +64,7 @@ class ReplyPlan:
     request_id: str
     engine_name: str
     started: Started
+    history: list[ChatMessage]  # the conversation before this reply, for its prompt
 
 
 class Stalled(Exception):
@@ -123,7 +123,8 @@ class Generation:
         try:
             await self.send(plan.started)
             engine = get_engine(plan.engine_name)
-            messages = await _prompt(plan, engine)
+            # Off the database thread: counting tokens may load the model's tokenizer.
+            messages = await asyncio.to_thread(prompt.fit_to_context, plan.history, engine)
             params = SamplingParams(
                 max_tokens=settings.CHAT_MAX_TOKENS, temperature=settings.CHAT_TEMPERATURE
             )
@@ -149,17 +150,10 @@ class Generation:
 
     async def _on_delta(self, delta: str) -> None:
         self.observer.token()
-        first = self.first_token_at is None
-        if first:
+        if self.first_token_at is None:
+            # The row says "streaming" from the next keep-alive round: one write for all replies.
             self.first_token_at = datetime.now(UTC)
         await self.feed.add(delta)
-        if first:
-            # In the background: the second token must not wait for a database round trip.
-            self.spawn(
-                database_sync_to_async(rows.mark_streaming)(
-                    self.plan.message_id, self.first_token_at
-                )
-            )
 
     async def request_stop(self, stop: rows.RecordedStop) -> None:
         """A Stop reached us (from the group, the row, or the grace period); the first one counts."""
@@ -292,11 +286,3 @@ async def read_deltas(
                 await asyncio.wait({pending})
                 if not pending.cancelled():
                     pending.exception()  # seen: asyncio would log it as never retrieved
-
-
-async def _prompt(plan: ReplyPlan, engine: Engine) -> list[ChatMessage]:
-    history = await database_sync_to_async(prompt.load_history)(
-        plan.conversation_id, before=plan.message_id
-    )
-    # Off the database thread: counting tokens may load the model's tokenizer.
-    return await asyncio.to_thread(prompt.fit_to_context, history, engine)

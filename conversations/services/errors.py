@@ -1,6 +1,10 @@
 """Why a send or a cancel was refused; each has a code the socket's error event carries."""
 
 
+class SessionEnded(Exception):
+    """The socket's session no longer signs its user in: it acts on nothing more and closes."""
+
+
 class SendRefused(Exception):
     """A send that starts nothing; the message is shown to the user who sent it."""
 

@@ -156,6 +156,44 @@ async def test_a_flooded_slow_consumer_still_ends_with_the_saved_text(
     assert events[-1]["message"]["content"] == row.content
 
 
+async def test_a_tab_that_lost_frames_is_resynchronized_while_the_reply_streams(
+    alice: Any, conversation: Any, scripted_engine: Any, settings: Any
+) -> None:
+    """A layer that drops over capacity (Redis's list layer, or the in-memory one) loses the slow
+    tab's frames; its snapshot request must still reach the generation, whose channel is not
+    filled with the reply's own frames, and be answered while the reply is being written."""
+    if settings.REDIS_URL:
+        layer = {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [settings.REDIS_URL], "capacity": 5},
+        }
+    else:
+        layer = {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 5}}
+    settings.CHANNEL_LAYERS = {"default": layer}
+    channel_layers.backends.clear()
+    settings.CHAT_COALESCE_MS = 0  # a frame per token
+    scripted_engine.tokens = 300
+    scripted_engine.delay_s = 0.004  # about 1.2 s of reply; the tab takes 20 ms a frame
+
+    app = URLRouter([path("ws/conversations/<uuid:conversation_id>/", SlowConsumer.as_asgi())])
+    session_key = await database_sync_to_async(signed_in_session)(alice)
+    communicator = conversation_communicator(
+        alice, conversation.pk, session_key=session_key, application=app
+    )
+    assert (await communicator.connect(timeout=10))[0]
+    socket = Socket(communicator)
+    await socket.send(action="send", content="flood")
+    events = await socket.receive_until(finished, timeout=60)
+    await communicator.disconnect()
+
+    final = events[-1]["message"]["content"]
+    assert len(final) == len("".join(scripted_token(i) for i in range(300)))
+    snapshots = [e["text"] for e in events if e["type"] == "message.snapshot"]
+    assert snapshots, "the tab lost frames and asked for the text so far"
+    assert len(snapshots[0]) < len(final), "answered while the reply was still being written"
+    assert streamed_text(events[:-1]) == final, "every token shown before the final event"
+
+
 async def test_a_stop_recorded_only_in_the_database_still_stops_the_reply(
     connect: Any, alice: Any, conversation: Any, scripted_engine: Any, settings: Any
 ) -> None:

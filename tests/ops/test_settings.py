@@ -86,6 +86,22 @@ def test_it_refuses_a_pool_smaller_than_its_minimum() -> None:
     )
 
 
+def test_it_refuses_more_send_threads_than_the_pool_can_serve() -> None:
+    result = settings_run(
+        DATABASE_URL="postgres://chatsite@db.example:5432/chatsite",
+        DATABASE_POOL_MIN_SIZE="1",
+        DATABASE_POOL_MAX_SIZE="4",
+    )
+    assert result.returncode != 0
+    assert "CHAT_SEND_THREADS (4) must be under DATABASE_POOL_MAX_SIZE" in result.stderr
+    fewer = settings_run(
+        DATABASE_URL="postgres://chatsite@db.example:5432/chatsite",
+        DATABASE_POOL_MAX_SIZE="4",
+        CHAT_SEND_THREADS="2",
+    )
+    assert fewer.returncode == 0, fewer.stderr
+
+
 @pytest.mark.django_db
 def test_it_runs_the_suite_on_the_pooled_test_database() -> None:
     if connection.vendor != "postgresql":

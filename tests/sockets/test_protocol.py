@@ -11,11 +11,21 @@ from conversations.api.serializers import MessageSerializer
 from conversations.models import Message
 
 
-def test_every_event_type_is_in_one_namespace_and_has_a_consumer_handler() -> None:
+def test_every_event_type_is_in_one_namespace_and_tab_events_have_a_consumer_handler() -> None:
     from conversations.consumers import ConversationConsumer
 
+    assert (
+        protocol.TAB_EVENT_TYPES
+        | {
+            "chat.cancel",
+            "chat.sync",
+            "chat.pong",
+        }
+        == protocol.EVENT_TYPES
+    )
     for event_type in protocol.EVENT_TYPES:
         assert event_type.startswith("chat.")
+    for event_type in protocol.TAB_EVENT_TYPES:
         assert callable(getattr(ConversationConsumer, protocol.handler_name(event_type)))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conversations.tabs import Append, AskSnapshot, TabState
+from conversations.tabs import ASK_AGAIN_S, Append, AskSnapshot, Replace, TabState
 
 
 def test_it_appends_deltas_in_order_and_skips_duplicates() -> None:
@@ -71,7 +71,20 @@ def test_the_finish_shows_what_the_tab_missed_of_the_saved_text() -> None:
     assert tab.delta(7, 12, "!", now=0) is None, "the late delta is a duplicate now"
 
 
-def test_the_finish_adds_nothing_while_a_snapshot_is_awaited() -> None:
+def test_the_finish_shows_the_whole_saved_text_while_a_snapshot_is_awaited() -> None:
     tab = TabState(quiet_s=2)
     assert tab.delta(7, 4, "more", now=0) == AskSnapshot("joined")
-    assert tab.catch_up(7, "somemore") is None, "the finished message carries the whole text"
+    assert tab.catch_up(7, "somemore") == Replace("somemore"), "the live text ends complete"
+    assert tab.snapshot(7, "some", now=1) is None, "the late snapshot is stale now"
+    assert tab.catch_up(7, "somemore") is None, "once"
+
+
+def test_a_snapshot_request_without_an_answer_is_asked_again() -> None:
+    tab = TabState(quiet_s=2)
+    assert tab.delta(7, 4, "more", now=0) == AskSnapshot("joined")
+    assert tab.unanswered(now=ASK_AGAIN_S / 2) == []
+    assert tab.unanswered(now=ASK_AGAIN_S) == [7], "the request or its answer was lost"
+    assert tab.unanswered(now=ASK_AGAIN_S * 1.5) == [], "not at every look"
+    assert tab.unanswered(now=ASK_AGAIN_S * 2) == [7]
+    assert tab.snapshot(7, "somemore", now=ASK_AGAIN_S * 2) == "somemore"
+    assert tab.unanswered(now=10) == [], "answered"

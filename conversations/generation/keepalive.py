@@ -1,0 +1,74 @@
+"""The process's keep-alive round: one trip to the database for every reply the process writes.
+
+Every CHAT_FLUSH_INTERVAL_S, one transaction on the database thread writes the partial text and
+heartbeat of each running generation, then each acts on what its row said (a Stop recorded by
+another process, a row settled by someone else) and pings its tabs. One trip and one commit a
+round, however many replies stream: per-reply flushes queued on Channels' single database thread
+ahead of every send and Stop, and on SQLite each one was an fsync'd commit of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from conversations.generation import rows
+
+if TYPE_CHECKING:
+    from conversations.generation.control import Control
+
+logger = logging.getLogger("chatsite.generation")
+
+
+class KeepAlive:
+    def __init__(self) -> None:
+        self.members: dict[int, Control] = {}  # by reply id
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._failing = False  # the last round's write failed: one warning per outage
+
+    def add(self, control: Control) -> None:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new event loop (tests run one each): start afresh
+            self.members, self._task, self._loop = {}, None, loop
+        self.members[control.message_id] = control
+        if self._task is None or self._task.done():
+            self._task = loop.create_task(self._run(), name="keep-alive")
+
+    def discard(self, control: Control) -> None:
+        if self.members.get(control.message_id) is control:
+            del self.members[control.message_id]
+
+    async def _run(self) -> None:
+        while self.members:
+            await asyncio.sleep(settings.CHAT_FLUSH_INTERVAL_S)
+            # In id order: two processes' transactions never take the same rows in two orders.
+            controls = [self.members[key] for key in sorted(self.members)]
+            if not controls:
+                return
+            flushes = [control.flush_request() for control in controls]
+            results: list[rows.FlushResult] | None
+            try:
+                results = await database_sync_to_async(rows.flush_all)(flushes)
+            except Exception as exc:
+                # Nothing is marked flushed: the next round writes the text again.
+                if not self._failing:
+                    logger.warning("flush failed for %s replies: %r", len(flushes), exc)
+                self._failing, results = True, None
+            else:
+                if self._failing:
+                    logger.info("flushes work again")
+                self._failing = False
+            outcomes = results if results is not None else [None] * len(controls)
+            await asyncio.gather(
+                *(c.after_flush(f, r) for c, f, r in zip(controls, flushes, outcomes, strict=True)),
+                return_exceptions=True,
+            )
+
+
+# One per process: every generation of the process takes part in the same round.
+keep_alive = KeepAlive()
