@@ -250,39 +250,42 @@ async def read_deltas(
 ) -> None:
     """Hand every delta on; a stream that produces nothing for the stall timeout fails.
 
-    The next delta is awaited in a task of its own, so a timeout never cancels the stream
-    itself, and the stall clock runs only while the stream is not queued behind other
-    replies: a queued reply is waiting, not stalled.
+    The stream is read in a task of its own, one per reply (not one per token: at a hundred
+    streams, a task and a timeout per token were a tenth of the process's time), while this one
+    looks at it every poll: a stall never cancels the stream itself, and the stall clock runs
+    only while the stream is not queued behind other replies: a queued reply is waiting, not
+    stalled.
     """
     stall = settings.CHAT_STALL_TIMEOUT_S
-    poll = min(stall / 4, 1.0)  # how often the queue is looked at
-    async with aclosing(aiter(stream)) as deltas:
-        pending: asyncio.Future[str] | None = None
-        progress_at = time.monotonic()
-        try:
-            while True:
-                pending = pending or asyncio.ensure_future(anext(deltas))
-                done, _ = await asyncio.wait({pending}, timeout=poll)
-                now = time.monotonic()
-                if not done:
-                    if stream.waiting_in_queue:
-                        progress_at = now
-                    elif now - progress_at >= stall:
-                        await stream.stop()  # bounded: a hung engine cannot hold us here
-                        if stopping():
-                            return  # it was being stopped anyway: cancelled, not stalled
-                        raise Stalled(f"The engine produced nothing for {stall:g} seconds.")
-                    continue
-                try:
-                    delta = pending.result()
-                except StopAsyncIteration:
-                    return
-                pending, progress_at = None, now
+    poll = min(stall / 4, 1.0)  # how often the reader and the queue are looked at
+    progress_at = time.monotonic()
+
+    async def read_all() -> None:
+        nonlocal progress_at
+        async with aclosing(aiter(stream)) as deltas:
+            async for delta in deltas:
                 if delta:
                     await on_delta(delta)
-        finally:
-            if pending is not None:
-                pending.cancel()
-                await asyncio.wait({pending})
-                if not pending.cancelled():
-                    pending.exception()  # seen: asyncio would log it as never retrieved
+                progress_at = time.monotonic()
+
+    reader = asyncio.create_task(read_all(), name="engine-reader")
+    try:
+        while True:
+            done, _ = await asyncio.wait({reader}, timeout=poll)
+            if done:
+                reader.result()  # the stream's error, if it failed
+                return
+            now = time.monotonic()
+            if stream.waiting_in_queue:
+                progress_at = now
+            elif now - progress_at >= stall:
+                await stream.stop()  # bounded: a hung engine cannot hold us here
+                if stopping():
+                    return  # it was being stopped anyway: cancelled, not stalled
+                raise Stalled(f"The engine produced nothing for {stall:g} seconds.")
+    finally:
+        if not reader.done():
+            reader.cancel()
+            await asyncio.wait({reader})
+        if not reader.cancelled():
+            reader.exception()  # seen: asyncio would log it as never retrieved
