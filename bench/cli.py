@@ -37,6 +37,12 @@ def parse_args(argv: list[str] | None) -> Config:
         help="comma-separated: mem1 (1 process, in-memory layer, SQLite), redis2 (2 processes, "
         "Redis layer, PostgreSQL), pubsub2 (as redis2 with channels-redis's pub/sub layer)",
     )
+    parser.add_argument(
+        "--server",
+        choices=["daphne", "uvicorn"],
+        default="daphne",
+        help="the ASGI server chatsite runs under (uvicorn: with uvloop, httptools, websockets)",
+    )
     parser.add_argument("--n", help="comma-separated stream counts for the concurrency sweep")
     parser.add_argument("--samples", type=int, help="cancel/TTFT samples per condition")
     parser.add_argument(
@@ -107,6 +113,7 @@ def parse_args(argv: list[str] | None) -> Config:
     if args.port:
         cfg.base_port = args.port
     cfg.profile = args.profile
+    cfg.server = args.server
     for item in args.server_env:
         key, sep, value = item.partition("=")
         if not sep:
@@ -168,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _setups(cfg: Config, notes: list[str]) -> list[Setup]:
+    return [dataclasses.replace(setup, server=cfg.server) for setup in _named_setups(cfg, notes)]
+
+
+def _named_setups(cfg: Config, notes: list[str]) -> list[Setup]:
     chosen = []
     for name in cfg.setups:
         if name == "mem1":

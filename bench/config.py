@@ -42,6 +42,7 @@ class Config:
     model_runs: int = 2
     settle_s: float = 1.0  # pauses that let a server settle before a reading
     profile: bool = False
+    server: str = "daphne"  # the ASGI server chatsite runs under (bench/server.py)
     # Extra environment for every chatsite server, e.g. CHAT_COALESCE_MS=100 to try a setting.
     server_env: dict[str, str] = field(default_factory=dict)
 

@@ -27,6 +27,18 @@ USERNAME = "bench"
 SECRET_KEY = secrets.token_hex(32)
 
 
+# The ASGI servers the bench can run chatsite under, each as `python <args>` on a port.
+SERVER_COMMANDS = {
+    "daphne": lambda port: ["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), APP],
+    "uvicorn": lambda port: [
+        *("-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port)),
+        *("--loop", "uvloop", "--http", "httptools", "--ws", "websockets"),
+        *("--lifespan", "off", "--no-access-log", APP),
+    ],
+}
+APP = "bench.asgi:application"
+
+
 @dataclass(frozen=True)
 class Setup:
     """How chatsite is deployed for a measurement."""
@@ -36,13 +48,14 @@ class Setup:
     database_url: str  # empty: a fresh SQLite file in the run's folder
     redis_url: str  # empty: the in-memory channel layer (one process only)
     settings: str = "chatsite.settings"
+    server: str = "daphne"  # or "uvicorn" (with uvloop, httptools and websockets)
 
     def describe(self) -> str:
         layer = "Redis channel layer" if self.redis_url else "in-memory channel layer"
         if self.settings != "chatsite.settings":
             layer = "Redis pub/sub channel layer"
         db = "PostgreSQL" if self.database_url.startswith("postgres") else "SQLite"
-        return f"{self.processes} daphne process(es), {layer}, {db}"
+        return f"{self.processes} {self.server} process(es), {layer}, {db}"
 
 
 def services_missing(database_url: str, redis_url: str) -> str:
@@ -76,7 +89,8 @@ def ensure_database(database_url: str) -> None:
 
 @dataclass
 class Servers:
-    """One or two daphne processes serving chatsite on consecutive loopback ports."""
+    """One or two server processes (daphne unless the setup says) serving chatsite on consecutive
+    loopback ports."""
 
     setup: Setup
     workdir: Path
@@ -107,11 +121,11 @@ class Servers:
         made = self._prepare_database()
         self.session, self.conversation_ids = made["session"], made["conversations"]
         for port in self.ports:
-            daphne = ["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "bench.asgi:application"]
-            with (self.workdir / f"daphne-{port}.log").open("ab") as log:
+            command = SERVER_COMMANDS[self.setup.server](port)
+            with (self.workdir / f"{self.setup.server}-{port}.log").open("ab") as log:
                 self.procs.append(
                     subprocess.Popen(
-                        [sys.executable, *daphne], env=self.env, cwd=ROOT, stdout=log, stderr=log
+                        [sys.executable, *command], env=self.env, cwd=ROOT, stdout=log, stderr=log
                     )
                 )
         for port in self.ports:
@@ -192,14 +206,14 @@ class Servers:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if any(p.poll() is not None for p in self.procs):
-                raise RuntimeError(f"daphne exited; see {self.workdir}/daphne-*.log")
+                raise RuntimeError(f"the server exited; see the logs in {self.workdir}")
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/accounts/login/", timeout=2).is_success:
                     return
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)
-        raise RuntimeError(f"daphne on port {port} did not answer within {timeout}s")
+        raise RuntimeError(f"the server on port {port} did not answer within {timeout}s")
 
     def stop(self) -> None:
         for proc in self.procs:

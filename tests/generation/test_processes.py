@@ -1,4 +1,5 @@
-"""Several real daphne processes sharing Redis and PostgreSQL: cancel, join, crash."""
+"""Several real server processes sharing Redis and PostgreSQL: cancel, join, crash. Each test runs
+under daphne and under uvicorn, the two ASGI servers the README documents."""
 
 from __future__ import annotations
 
@@ -31,11 +32,17 @@ pytestmark = [
 ]
 
 
+@pytest.fixture(params=["daphne", "uvicorn"])
+def asgi_server(request: pytest.FixtureRequest) -> str:
+    server: str = request.param
+    return server
+
+
 async def test_a_cancel_through_one_process_stops_a_reply_running_in_another(
-    alice: Any, conversation: Any, tmp_path: Path
+    alice: Any, conversation: Any, tmp_path: Path, asgi_server: str
 ) -> None:
     cookie = await database_sync_to_async(session_cookie)(alice)
-    with servers(2, tmp_path, CHAT_SCRIPTED_TOKENS=2000) as (a, b):
+    with servers(2, tmp_path, server=asgi_server, CHAT_SCRIPTED_TOKENS=2000) as (a, b):
         async with (
             open_socket(a, conversation.pk, cookie) as ws_a,
             open_socket(b, conversation.pk, cookie) as ws_b,
@@ -58,10 +65,10 @@ async def test_a_cancel_through_one_process_stops_a_reply_running_in_another(
 
 
 async def test_a_tab_joining_another_process_mid_reply_sees_it_exactly_once(
-    alice: Any, conversation: Any, tmp_path: Path
+    alice: Any, conversation: Any, tmp_path: Path, asgi_server: str
 ) -> None:
     cookie = await database_sync_to_async(session_cookie)(alice)
-    with servers(2, tmp_path, CHAT_SCRIPTED_TOKENS=150) as (a, b):
+    with servers(2, tmp_path, server=asgi_server, CHAT_SCRIPTED_TOKENS=150) as (a, b):
         async with open_socket(a, conversation.pk, cookie) as ws_a:
             tab_a = LiveSocket(ws_a)
             await tab_a.send(action="send", content="go")
@@ -77,7 +84,7 @@ async def test_a_tab_joining_another_process_mid_reply_sees_it_exactly_once(
 
 
 async def test_a_killed_process_leaves_its_flushed_text_and_an_interrupted_reply(
-    alice: Any, conversation: Any, tmp_path: Path
+    alice: Any, conversation: Any, tmp_path: Path, asgi_server: str
 ) -> None:
     cookie = await database_sync_to_async(session_cookie)(alice)
     overrides = {
@@ -85,7 +92,7 @@ async def test_a_killed_process_leaves_its_flushed_text_and_an_interrupted_reply
         "CHAT_HEARTBEAT_TIMEOUT_S": 1,
         "CHAT_FLUSH_INTERVAL_S": 0.2,
     }
-    with servers(1, tmp_path, **overrides) as (a,):
+    with servers(1, tmp_path, server=asgi_server, **overrides) as (a,):
         async with open_socket(a, conversation.pk, cookie) as ws:
             tab = LiveSocket(ws)
             await tab.send(action="send", content="go")
@@ -114,7 +121,7 @@ async def test_a_killed_process_leaves_its_flushed_text_and_an_interrupted_reply
     assert row.content.startswith(seen)
 
     # The conversation is usable again, through a fresh process.
-    with servers(1, tmp_path, **overrides) as (b,):
+    with servers(1, tmp_path, server=asgi_server, **overrides) as (b,):
         async with open_socket(b, conversation.pk, cookie) as ws:
             tab = LiveSocket(ws)
             await tab.send(action="send", content="again")
@@ -123,11 +130,11 @@ async def test_a_killed_process_leaves_its_flushed_text_and_an_interrupted_reply
 
 
 async def test_a_restarted_process_marks_replies_of_a_dead_one_interrupted(
-    alice: Any, conversation: Any, tmp_path: Path
+    alice: Any, conversation: Any, tmp_path: Path, asgi_server: str
 ) -> None:
     cookie = await database_sync_to_async(session_cookie)(alice)
     overrides = {"CHAT_SCRIPTED_TOKENS": 2000, "CHAT_HEARTBEAT_TIMEOUT_S": 1}
-    with servers(1, tmp_path, **overrides) as (a,):
+    with servers(1, tmp_path, server=asgi_server, **overrides) as (a,):
         async with open_socket(a, conversation.pk, cookie) as ws:
             tab = LiveSocket(ws)
             await tab.send(action="send", content="go")
@@ -135,7 +142,7 @@ async def test_a_restarted_process_marks_replies_of_a_dead_one_interrupted(
             a.kill()
     await asyncio.sleep(1.2)
     started = time.monotonic()
-    with servers(1, tmp_path, **overrides):
+    with servers(1, tmp_path, server=asgi_server, **overrides):
         row = await only_reply_of(conversation)
     assert row.status == Message.Status.INTERRUPTED, (
         f"settled at start-up ({time.monotonic() - started:.1f}s)"
@@ -143,7 +150,7 @@ async def test_a_restarted_process_marks_replies_of_a_dead_one_interrupted(
 
 
 async def test_a_redis_restart_mid_reply_loses_nothing(
-    alice: Any, conversation: Any, tmp_path: Path
+    alice: Any, conversation: Any, tmp_path: Path, asgi_server: str
 ) -> None:
     port = free_port()
     redis_command = [
@@ -154,7 +161,7 @@ async def test_a_redis_restart_mid_reply_loses_nothing(
     overrides = {"REDIS_URL": f"redis://127.0.0.1:{port}/0", "CHAT_SCRIPTED_TOKENS": 150}
     try:
         await asyncio.sleep(0.3)
-        with servers(1, tmp_path, **overrides) as (server,):
+        with servers(1, tmp_path, server=asgi_server, **overrides) as (server,):
             async with open_socket(server, conversation.pk, cookie) as ws:
                 tab = LiveSocket(ws)
                 await tab.send(action="send", content="go")
@@ -184,14 +191,14 @@ async def test_a_redis_restart_mid_reply_loses_nothing(
 
 
 async def test_logging_out_through_one_process_closes_the_sessions_socket_in_another(
-    alice: Any, conversation: Any, tmp_path: Path
+    alice: Any, conversation: Any, tmp_path: Path, asgi_server: str
 ) -> None:
     import httpx
     from websockets.exceptions import ConnectionClosed
 
     cookie = await database_sync_to_async(session_cookie)(alice)
     name, key = cookie.split("=", 1)
-    with servers(2, tmp_path) as (a, b):
+    with servers(2, tmp_path, server=asgi_server) as (a, b):
         async with open_socket(a, conversation.pk, cookie) as ws_a:
             async with httpx.AsyncClient(base_url=b.origin, cookies={name: key}) as http:
                 await http.get(f"/conversations/{conversation.pk}/")  # sets the CSRF cookie

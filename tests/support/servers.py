@@ -1,4 +1,4 @@
-"""Servers in other processes: a free port, waiting until one serves, and real daphne processes
+"""Servers in other processes: a free port, waiting until one serves, and real daphne (or uvicorn) processes
 for tests that need several processes, crashes or a live server."""
 
 from __future__ import annotations
@@ -93,21 +93,25 @@ def database_url() -> str:
     )
 
 
+# The ASGI servers chatsite is tested under, each as `python <args>` for a port.
+SERVER_COMMANDS = {
+    "daphne": lambda port: ["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), APP],
+    "uvicorn": lambda port: [
+        *("-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port)),
+        *("--loop", "uvloop", "--http", "httptools", "--ws", "websockets"),
+        *("--lifespan", "off", "--no-access-log", APP),
+    ],
+}
+APP = "chatsite.asgi:application"
+
+
 class ServerProcess:
-    def __init__(self, port: int, env: dict[str, str], log: Path):
+    def __init__(self, port: int, env: dict[str, str], log: Path, server: str = "daphne"):
         self.port = port
         self.log = log
+        self.server = server
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "chatsite.asgi:application",
-            ],
+            [sys.executable, *SERVER_COMMANDS[server](port)],
             cwd=ROOT,
             env=env,
             stdout=log.open("wb"),
@@ -122,7 +126,7 @@ class ServerProcess:
         wait_until_serving(
             self.process,
             accepts_connections(self.port),
-            name="daphne",
+            name=self.server,
             log=self.log.read_text,
             timeout=timeout,
         )
@@ -168,9 +172,14 @@ def server_env(**overrides: Any) -> dict[str, str]:
 
 
 @contextmanager
-def servers(count: int, tmp_path: Path, **overrides: Any) -> Iterator[list[ServerProcess]]:
+def servers(
+    count: int, tmp_path: Path, *, server: str = "daphne", **overrides: Any
+) -> Iterator[list[ServerProcess]]:
     env = server_env(**overrides)
-    started = [ServerProcess(free_port(), env, tmp_path / f"daphne-{i}.log") for i in range(count)]
+    started = [
+        ServerProcess(free_port(), env, tmp_path / f"{server}-{i}.log", server)
+        for i in range(count)
+    ]
     try:
         for server in started:
             server.wait_ready()
