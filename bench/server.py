@@ -145,12 +145,7 @@ class Servers:
             if len(made["conversations"]) >= self.conversations:
                 shutil.copyfile(template, self.workdir / "bench.sqlite3")
                 return made
-        command = [sys.executable, "-m", "bench.setup_db", "--username", USERNAME]
-        command += ["--conversations", str(self.conversations)]
-        out = subprocess.run(command, env=self.env, cwd=ROOT, capture_output=True, text=True)
-        if out.returncode:
-            raise RuntimeError(f"database setup failed:\n{out.stderr[-3000:]}")
-        made = json.loads(out.stdout.strip().splitlines()[-1])
+        made = self._setup_db("--username", USERNAME, "--conversations", str(self.conversations))
         if sqlite:
             shutil.copyfile(self.workdir / "bench.sqlite3", template)
             made_file.write_text(json.dumps(made))
@@ -233,23 +228,22 @@ class Servers:
 
     def another_user(self, username: str, conversations: int) -> tuple[str, list[str]]:
         """A second user's session cookie and conversations, in the running servers' database."""
-        command = [sys.executable, "-m", "bench.setup_db", "--username", username]
-        command += ["--conversations", str(conversations)]
-        out = subprocess.run(command, env=self.env, cwd=ROOT, capture_output=True, text=True)
-        if out.returncode:
-            raise RuntimeError(f"database setup failed:\n{out.stderr[-3000:]}")
-        made = json.loads(out.stdout.strip().splitlines()[-1])
+        made = self._setup_db("--username", username, "--conversations", str(conversations))
         return made["session"], made["conversations"]
 
     def many_users(self, prefix: str, count: int) -> list[tuple[str, str]]:
         """`count` users, each with a session cookie and a conversation of its own."""
-        command = [sys.executable, "-m", "bench.setup_db", "--username", prefix]
-        command += ["--users", str(count)]
+        made = self._setup_db("--username", prefix, "--users", str(count))
+        return list(zip(made["sessions"], made["conversations"], strict=True))
+
+    def _setup_db(self, *args: str) -> dict[str, Any]:
+        """Run bench.setup_db with the servers' environment; what it printed."""
+        command = [sys.executable, "-m", "bench.setup_db", *args]
         out = subprocess.run(command, env=self.env, cwd=ROOT, capture_output=True, text=True)
         if out.returncode:
             raise RuntimeError(f"database setup failed:\n{out.stderr[-3000:]}")
-        made = json.loads(out.stdout.strip().splitlines()[-1])
-        return list(zip(made["sessions"], made["conversations"], strict=True))
+        made: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+        return made
 
     def records(self, request_ids: list[str]) -> dict[str, Any]:
         """The scripted engine's own records of these requests, from whichever process ran them."""

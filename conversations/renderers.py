@@ -7,6 +7,7 @@ payloads, never the database.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Protocol
 
@@ -58,9 +59,7 @@ class HtmlRenderer:
         )
 
     def delta(self, message_id: int, offset: int, text: str) -> str:
-        return render_to_string(
-            "conversations/events/delta.html", {"message_id": message_id, "text": text}
-        )
+        return _rendered_delta(message_id, text)
 
     def snapshot(self, message_id: int, text: str) -> str:
         return render_to_string(
@@ -81,6 +80,15 @@ class HtmlRenderer:
         return render_to_string(
             "conversations/events/error.html", {"code": code, "message": message}
         )
+
+
+@functools.lru_cache(maxsize=512)
+def _rendered_delta(message_id: int, text: str) -> str:
+    """A delta's fragment, rendered once for every tab of the process that shows it (each tab's
+    consumer renders the frames it sends, and most frames are the same for every tab)."""
+    return render_to_string(
+        "conversations/events/delta.html", {"message_id": message_id, "text": text}
+    )
 
 
 def _message(payload: MessagePayload) -> Message:

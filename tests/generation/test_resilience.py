@@ -117,6 +117,21 @@ class SlowConsumer(ConversationConsumer):
         await super().chat_delta(event)
 
 
+async def send_from_a_slow_tab(user: Any, conversation: Any) -> list[dict[str, Any]]:
+    """Send from a SlowConsumer's socket; every event it shows until the reply's final one."""
+    app = URLRouter([path("ws/conversations/<uuid:conversation_id>/", SlowConsumer.as_asgi())])
+    session_key = await database_sync_to_async(signed_in_session)(user)
+    communicator = conversation_communicator(
+        user, conversation.pk, session_key=session_key, application=app
+    )
+    assert (await communicator.connect(timeout=10))[0]
+    socket = Socket(communicator)
+    await socket.send(action="send", content="flood")
+    events: list[dict[str, Any]] = await socket.receive_until(finished, timeout=60)
+    await communicator.disconnect()
+    return events
+
+
 def gaps_counted() -> float:
     return REGISTRY.get_sample_value("chatsite_stream_gaps_total") or 0.0
 
@@ -133,17 +148,8 @@ async def test_a_flooded_slow_consumer_still_ends_with_the_saved_text(
     scripted_engine.tokens = 400
     scripted_engine.delay_s = 0.001
 
-    app = URLRouter([path("ws/conversations/<uuid:conversation_id>/", SlowConsumer.as_asgi())])
     gaps_before = gaps_counted()
-    session_key = await database_sync_to_async(signed_in_session)(alice)
-    communicator = conversation_communicator(
-        alice, conversation.pk, session_key=session_key, application=app
-    )
-    assert (await communicator.connect(timeout=10))[0]
-    socket = Socket(communicator)
-    await socket.send(action="send", content="flood")
-    events = await socket.receive_until(finished, timeout=60)
-    await communicator.disconnect()
+    events = await send_from_a_slow_tab(alice, conversation)
 
     row = await reply_of(conversation)
     assert row.status == Message.Status.COMPLETE
@@ -175,16 +181,7 @@ async def test_a_tab_that_lost_frames_is_resynchronized_while_the_reply_streams(
     scripted_engine.tokens = 300
     scripted_engine.delay_s = 0.004  # about 1.2 s of reply; the tab takes 20 ms a frame
 
-    app = URLRouter([path("ws/conversations/<uuid:conversation_id>/", SlowConsumer.as_asgi())])
-    session_key = await database_sync_to_async(signed_in_session)(alice)
-    communicator = conversation_communicator(
-        alice, conversation.pk, session_key=session_key, application=app
-    )
-    assert (await communicator.connect(timeout=10))[0]
-    socket = Socket(communicator)
-    await socket.send(action="send", content="flood")
-    events = await socket.receive_until(finished, timeout=60)
-    await communicator.disconnect()
+    events = await send_from_a_slow_tab(alice, conversation)
 
     final = events[-1]["message"]["content"]
     assert len(final) == len("".join(scripted_token(i) for i in range(300)))
