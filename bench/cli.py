@@ -26,7 +26,7 @@ def parse_args(argv: list[str] | None) -> Config:
         "--mode",
         choices=["quick", "full", "tiny"],
         default="quick",
-        help="quick: about two minutes on 2 cores; full: about ten; tiny: the CI smoke",
+        help="quick: about four minutes on 2 cores; full: about half an hour; tiny: the CI smoke",
     )
     parser.add_argument(
         "--only",
