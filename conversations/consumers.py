@@ -318,9 +318,12 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
 
     async def _request_snapshot(self, message_id: int) -> None:
         self._watch()
-        sync = protocol.Sync(message_id=message_id, reply_channel=self.channel_name)
         try:
-            await broadcast.to_group(self.conversation.group_name, sync)
+            await replies.reply_sync(
+                conversation=self.conversation,
+                message_id=message_id,
+                reply_channel=self.channel_name,
+            )
         except Exception as exc:  # the watchdog asks again
             logger.warning("snapshot request failed: %r", exc)
 

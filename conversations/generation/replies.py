@@ -25,7 +25,7 @@ from conversations.generation import rows
 from conversations.generation.recovery import replies_mark_interrupted
 from conversations.generation.runner import Generation, ReplyPlan, running_here
 from conversations.models import Conversation, Message
-from conversations.protocol import Cancel, Started, message_payload
+from conversations.protocol import Cancel, Started, Sync, message_payload
 from conversations.services import prompt, sessions
 from conversations.services.errors import (
     ConversationGone,
@@ -220,6 +220,18 @@ async def reply_stop_now(
     else:
         await broadcast.to_group(conversation.group_name, stop)
     return stop
+
+
+async def reply_sync(*, conversation: Conversation, message_id: int, reply_channel: str) -> None:
+    """Ask the generation writing this reply to send one tab (`reply_channel`) the text so far:
+    straight from here when it runs in this process, so a layer that drops messages (a full
+    channel) cannot lose the request, else through the conversation's group."""
+    generation = running_here(message_id)
+    if generation is not None:
+        generation.spawn(generation.feed.snapshot_to(reply_channel))
+    else:
+        sync = Sync(message_id=message_id, reply_channel=reply_channel)
+        await broadcast.to_group(conversation.group_name, sync)
 
 
 async def reply_cancel(
