@@ -13,11 +13,14 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from chatsite import daphne_backpressure  # noqa: E402
 from chatsite.origins import OriginValidator  # noqa: E402
 from chatsite.socket_opens import SocketOpenLimit  # noqa: E402
+from conversations.engines import start_loading_at_startup  # noqa: E402
 from conversations.generation.recovery import mark_interrupted_at_startup  # noqa: E402
 from conversations.routing import websocket_urlpatterns  # noqa: E402
 
 mark_interrupted_at_startup()
 daphne_backpressure.install()
+# The model loads on a thread of its own now, not in the first reply (which waits for it).
+start_loading_at_startup()
 
 application = ProtocolTypeRouter(
     {

@@ -4,7 +4,9 @@ Every setting chatsite reads from the environment goes through one of these help
 value fails at start-up with a message that names the variable and says what was expected.
 """
 
+import json
 import os
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -61,3 +63,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_json_object(name: str) -> dict[str, Any]:
+    """A JSON object (empty when unset), for settings passed through to another library."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be a JSON object; {exc}.") from None
+    if not isinstance(value, dict):
+        raise ImproperlyConfigured(f"{name} must be a JSON object; got {raw!r}.")
+    return value

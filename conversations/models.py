@@ -174,6 +174,9 @@ class Message(models.Model):
     idempotency_key = models.CharField(max_length=64, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)
+    # When the engine could take the request: its model loaded (a first reply after start-up
+    # may wait minutes for that). Time to first token counts from here.
+    engine_ready_at = models.DateTimeField(null=True, blank=True)
     first_token_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # Refreshed by the live generation; a stale heartbeat on an active reply means its process died.
@@ -217,9 +220,11 @@ class Message(models.Model):
 
     @property
     def ttft_ms(self) -> float | None:
+        """From when the engine could start on the reply (not the model's load) to its first token."""
         if self.first_token_at is None:
             return None
-        return (self.first_token_at - self.created_at).total_seconds() * 1000
+        start = self.engine_ready_at or self.created_at
+        return (self.first_token_at - start).total_seconds() * 1000
 
     @property
     def duration_s(self) -> float | None:

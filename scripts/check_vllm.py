@@ -216,7 +216,13 @@ def main() -> None:
     parser.add_argument("--stand-in", action="store_true", help="use tests/support/fake_vllm.py")
     args = parser.parse_args()
     configure(args)
-    sys.exit(0 if asyncio.run(check(args)) else 1)
+    from conversations.engines import close_engines
+
+    try:
+        passed = asyncio.run(check(args))
+    finally:
+        close_engines()  # vLLM's own processes would keep the script from exiting
+    sys.exit(0 if passed else 1)
 
 
 if __name__ == "__main__":

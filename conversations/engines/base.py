@@ -173,6 +173,15 @@ class Engine(Protocol):
     model: str
     context_tokens: int
 
+    def load(self) -> None:
+        """Load the model and start whatever serves it; slow, and blocking. Called once per
+        process, on a thread of its own (never the event loop), before any stream is created."""
+        ...
+
+    def close(self) -> None:
+        """Let go of the model and of any process the engine started (at process exit)."""
+        ...
+
     def count_tokens(self, text: str) -> int:
         """How many tokens the text costs in this engine's context window (an estimate is fine)."""
         ...

@@ -141,6 +141,16 @@ class LlamaCppEngine:
         self._llm: Any = None
         self._load_lock = threading.Lock()
 
+    def load(self) -> None:
+        self.model_instance()
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        with self._load_lock:
+            if self._llm is not None:
+                self._llm.close()  # frees the model's memory now, not at garbage collection
+                self._llm = None
+
     def model_instance(self) -> Any:
         with self._load_lock:
             if self._llm is None:

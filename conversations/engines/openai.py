@@ -173,6 +173,12 @@ class OpenAIEngine:
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
+    def load(self) -> None:
+        pass  # the model lives in another server; nothing to load here
+
+    def close(self) -> None:
+        pass  # the pooled client goes with its event loop
+
     def client(self) -> httpx.AsyncClient:
         """One pooled client per event loop (connections belong to the loop that opened them)."""
         loop = asyncio.get_running_loop()

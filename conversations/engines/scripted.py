@@ -103,7 +103,15 @@ class ScriptedEngine:
         self.tokens = tokens
         self.delay_s = delay_ms / 1000
         self.fail_after: int | None = None
+        self.load_s = 0.0
         self.records: dict[str, ScriptedRecord] = {}
+
+    def load(self) -> None:
+        """Nothing to load; tests may set `load_s` to stand for a slow model load."""
+        time.sleep(self.load_s)
+
+    def close(self) -> None:
+        pass
 
     def count_tokens(self, text: str) -> int:
         return estimate_tokens(text)

@@ -1,9 +1,11 @@
 """The vllm engine: vLLM's AsyncLLM inside the web process, for a machine with a GPU.
 
-The AsyncLLM is built once per process, when the first reply's stream is created: in the event
-loop's thread, as `vllm serve` does (loading the model blocks that loop once), and before the
-generation service starts timing the stream, so a slow load is not taken for a stalled reply.
-Every reply is one vLLM request
+The AsyncLLM is built once per process by `load()`, which the engine registry runs on a thread
+of its own at start-up or before the first reply (see conversations.engines): a load takes from
+seconds to minutes, and on the event loop it froze the process, so the first reply's tabs looked
+gone and their reply was stopped as abandoned. vLLM starts its output handler on the event loop
+at the first request. `close()` shuts vLLM down (its engine-core and worker processes would
+outlive the web process otherwise). Every reply is one vLLM request
 under the Message's request_id, streamed with RequestOutputKind.DELTA: vLLM merges deltas the
 reader has not taken yet rather than dropping them. Stop awaits `abort(request_id)`, which takes
 the request out of vLLM's scheduler; the stop is confirmed when vLLM's own stream ends with
@@ -133,6 +135,9 @@ class VllmEngine:
         max_model_len: int,
         gpu_memory_utilization: float,
         api: VllmApi,
+        enforce_eager: bool = False,
+        log_requests: bool = False,
+        engine_args: dict[str, Any] | None = None,
     ) -> None:
         if not model:
             raise ImproperlyConfigured(
@@ -148,21 +153,48 @@ class VllmEngine:
         self.context_tokens = max_model_len
         self.tensor_parallel_size = tensor_parallel_size
         self.gpu_memory_utilization = gpu_memory_utilization
+        self.enforce_eager = enforce_eager
+        self.log_requests = log_requests
+        self.extra_args = engine_args or {}
         self.api = api
         self._llm: Any = None
         self._tokenizer: Any = None
         self._build_lock = threading.Lock()
+        self.engine_args()  # a bad CHAT_VLLM_ENGINE_ARGS is refused now, not at the load
+
+    def load(self) -> None:
+        self.llm()
+
+    def close(self) -> None:
+        with self._build_lock:
+            if self._llm is not None:
+                self._llm.shutdown()
+                self._llm = None
+
+    def engine_args(self) -> Any:
+        """vLLM's AsyncEngineArgs from chatsite's settings; CHAT_VLLM_ENGINE_ARGS adds any other
+        argument vLLM has, and wins over the named settings."""
+        fields: dict[str, Any] = {
+            "model": self.model,
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "max_model_len": self.context_tokens,
+            "gpu_memory_utilization": self.gpu_memory_utilization,
+            "enforce_eager": self.enforce_eager,
+            "enable_log_requests": self.log_requests,
+            **self.extra_args,
+        }
+        try:
+            return self.api.AsyncEngineArgs(**fields)
+        except TypeError as exc:
+            raise ImproperlyConfigured(
+                f"CHAT_VLLM_ENGINE_ARGS names an argument this vLLM does not have: {exc}"
+            ) from exc
 
     def llm(self) -> Any:
-        """The process's AsyncLLM, built on first use."""
+        """The process's AsyncLLM, built on first use (by load(), off the event loop)."""
         with self._build_lock:
             if self._llm is None:
-                args = self.api.AsyncEngineArgs(
-                    model=self.model,
-                    tensor_parallel_size=self.tensor_parallel_size,
-                    max_model_len=self.context_tokens,
-                    gpu_memory_utilization=self.gpu_memory_utilization,
-                )
+                args = self.engine_args()
                 try:
                     self._llm = self.api.AsyncLLM.from_engine_args(args)
                 except Exception as exc:
@@ -223,4 +255,7 @@ def build_engine() -> VllmEngine:
         max_model_len=settings.CHAT_VLLM_MAX_MODEL_LEN,
         gpu_memory_utilization=settings.CHAT_VLLM_GPU_MEMORY_UTILIZATION,
         api=import_vllm(),
+        enforce_eager=settings.CHAT_VLLM_ENFORCE_EAGER,
+        log_requests=settings.CHAT_VLLM_LOG_REQUESTS,
+        engine_args=settings.CHAT_VLLM_ENGINE_ARGS,
     )

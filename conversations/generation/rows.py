@@ -106,6 +106,7 @@ class Outcome:
     status: Message.Status
     text: str
     error: str = ""
+    engine_ready_at: datetime | None = None
     first_token_at: datetime | None = None
     result: StreamResult | None = None
     stop: RecordedStop | None = None  # for a cancelled reply: who asked, and when
@@ -125,6 +126,7 @@ def finish(
         "content": outcome.text,
         "error": outcome.error,
         "finished_at": timezone.now(),
+        "engine_ready_at": outcome.engine_ready_at,
         "first_token_at": outcome.first_token_at,
         "heartbeat_at": None,
     }

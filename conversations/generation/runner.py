@@ -22,10 +22,11 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 
-from conversations import broadcast, metrics
+from conversations import broadcast, engines, metrics
 from conversations.engines import get_engine
 from conversations.engines.base import (
     ChatMessage,
+    Engine,
     EngineError,
     EngineStream,
     SamplingParams,
@@ -78,9 +79,11 @@ class Generation:
         self.feed = Feed(plan.message_id, self.send)
         self.control = Control(self)
         self.stream: EngineStream | None = None
+        self.engine_ready_at: datetime | None = None
         self.first_token_at: datetime | None = None
         self.stop: rows.RecordedStop | None = None  # the first Stop that reached us
         self.lost = False  # someone else settled our row: nothing we write will be kept
+        self._stop_event = asyncio.Event()  # set with stop or lost
         self._background: set[asyncio.Task[Any]] = set()
         self.task: asyncio.Task[None] | None = None
         self._layer_down = False  # the last group send failed (Redis away)
@@ -123,7 +126,10 @@ class Generation:
         try:
             await self.send(plan.started)
             engine = get_engine(plan.engine_name)
-            # Off the database thread: counting tokens may load the model's tokenizer.
+            if not await self._engine_loaded(engine):
+                return Status.CANCELLED, ""  # stopped while the model was loading
+            self.engine_ready_at = datetime.now(UTC)
+            # Off the event loop: counting tokens may load the model's tokenizer.
             messages = await asyncio.to_thread(prompt.fit_to_context, plan.history, engine)
             params = SamplingParams(
                 max_tokens=settings.CHAT_MAX_TOKENS, temperature=settings.CHAT_TEMPERATURE
@@ -144,6 +150,22 @@ class Generation:
             return Status.CANCELLED, ""
         return Status.COMPLETE, ""
 
+    async def _engine_loaded(self, engine: Engine) -> bool:
+        """Wait for the engine's model to load (on a thread of its own: the event loop, the
+        tabs' pings and this reply's Stop go on meanwhile); False if a Stop came first."""
+        loading = asyncio.ensure_future(engines.loaded(engine))
+        stopped = asyncio.ensure_future(self._stop_event.wait())
+        try:
+            await asyncio.wait({loading, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+            if not loading.done():
+                loading.cancel()  # the load goes on in its thread, for the next reply
+        if self.stop_wanted:
+            return False
+        loading.result()  # a load that failed raises here: the reply ends with its error
+        return True
+
     @property
     def stop_wanted(self) -> bool:
         return self.stop is not None or self.lost
@@ -160,6 +182,7 @@ class Generation:
         if self.stop is not None:
             return
         self.stop = stop
+        self._stop_event.set()
         logger.info("cancel received request_id=%s, stopping the engine", self.plan.request_id)
         if self.stream is not None:
             self.spawn(self.stream.stop())  # confirmed in _finish; the listener goes on meanwhile
@@ -169,6 +192,7 @@ class Generation:
         if self.lost:
             return
         self.lost = True
+        self._stop_event.set()
         logger.warning("reply row settled elsewhere request_id=%s", self.plan.request_id)
         if self.stream is not None:
             self.spawn(self.stream.stop())
@@ -190,6 +214,7 @@ class Generation:
             status=status,
             text=self.feed.text.text,
             error=error,
+            engine_ready_at=self.engine_ready_at,
             first_token_at=self.first_token_at,
             result=result,
             stop=self.stop if status == Status.CANCELLED else None,

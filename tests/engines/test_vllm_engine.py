@@ -10,6 +10,7 @@ import inspect
 import os
 import subprocess
 import sys
+import time
 from contextlib import aclosing
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 
+from conversations import engines
 from conversations.engines import get_engine, reset_engines
 from conversations.engines import vllm as vllm_backend
 from conversations.engines.base import ChatMessage, EngineError, FinishReason, SamplingParams
@@ -108,6 +110,89 @@ async def test_it_streams_a_reply_built_from_settings(
     assert row.finish_reason == "stop"
     assert row.prompt_tokens == len(request.prompt_token_ids)
     assert row.completion_tokens == request.produced == 30
+
+
+async def longest_pause(until: asyncio.Future[Any]) -> float:
+    """The longest the event loop went without running a 20 ms ticker, until `until` is done."""
+    last = time.monotonic()
+    longest = 0.0
+    while not until.done():
+        await asyncio.sleep(0.02)
+        now = time.monotonic()
+        longest = max(longest, now - last)
+        last = now
+    return longest
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_first_reply_waits_for_the_model_to_load_and_completes(
+    connect: Any, alice: Any, conversation: Any, on_vllm: Any, settings: Any
+) -> None:
+    """Bug: vLLM was built inside the first reply's stream, on the event loop: the process froze
+    for the whole load, and the reply was then stopped as abandoned (no tab had answered a ping
+    within the grace period). Now the model loads on a thread; pings, pages and Stops go on."""
+    on_vllm.load_s = 1.5  # a slow load, 3x the grace period
+    settings.CHAT_FLUSH_INTERVAL_S = 0.1
+    settings.CHAT_DISCONNECT_GRACE_S = 0.5
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="Hello there")
+    reply = asyncio.ensure_future(socket.receive_until(finished, timeout=BOUND))
+    pause = await longest_pause(reply)
+    final = (await reply)[-1]["message"]
+
+    assert final["status"] == "complete", final["cancelled_by"] or final["error"]
+    assert pause < 0.5, f"the event loop stalled for {pause:.2f} s during the load"
+    assert final["ttft_ms"] < 1000, "time to first token counts from the loaded model"
+    row = await database_sync_to_async(
+        lambda: conversation.messages.filter(role=Message.Role.ASSISTANT).first()
+    )()
+    assert (row.first_token_at - row.created_at).total_seconds() >= 1.5, "it did wait"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_stop_while_the_model_loads_ends_the_reply_at_once(
+    connect: Any, alice: Any, conversation: Any, on_vllm: Any
+) -> None:
+    on_vllm.load_s = 5
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="Hello there")
+    await socket.receive_until(lambda e: e["type"] == "message.started", timeout=BOUND)
+    began = time.monotonic()
+    await socket.send(action="cancel")
+    final = (await socket.receive_until(finished, timeout=BOUND))[-1]["message"]
+    assert final["status"] == "cancelled"
+    assert time.monotonic() - began < 2, "the Stop did not wait for the load"
+    await asyncio.to_thread(engines.start_loading().result, BOUND)  # let the load end
+
+
+def test_vllm_options_pass_through_from_settings(
+    settings: Any, monkeypatch: pytest.MonkeyPatch, on_vllm: Any
+) -> None:
+    settings.CHAT_VLLM_ENFORCE_EAGER = True
+    settings.CHAT_VLLM_LOG_REQUESTS = True
+    settings.CHAT_VLLM_ENGINE_ARGS = {"disable_log_stats": True, "max_model_len": 2048}
+    reset_engines()
+    engine: Any = get_engine()
+    engine.load()
+    args = engine.llm().engine_args
+    assert args.enforce_eager is True
+    assert args.enable_log_requests is True
+    assert args.disable_log_stats is True
+    assert args.max_model_len == 2048, "CHAT_VLLM_ENGINE_ARGS wins over the named settings"
+
+
+def test_an_engine_argument_vllm_lacks_is_refused_by_name(settings: Any, on_vllm: Any) -> None:
+    settings.CHAT_VLLM_ENGINE_ARGS = {"no_such_argument": 1}
+    reset_engines()
+    with pytest.raises(ImproperlyConfigured, match="no_such_argument"):
+        get_engine()
+
+
+def test_closing_the_engines_shuts_vllm_down(on_vllm: Any) -> None:
+    engines.start_loading().result(BOUND)
+    llm = get_engine().llm()  # type: ignore[attr-defined]
+    engines.close_engines()
+    assert llm.shut_down, "vLLM's engine-core and worker processes were told to stop"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -143,3 +143,10 @@ def test_cookies_are_secure_and_hsts_on_by_default_in_production(
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == expected
+
+
+@pytest.mark.parametrize("value", ["{not json", "[1, 2]"])
+def test_it_refuses_vllm_engine_args_that_are_not_a_json_object(value: str) -> None:
+    result = settings_run(CHAT_VLLM_ENGINE_ARGS=value)
+    assert result.returncode != 0
+    assert "CHAT_VLLM_ENGINE_ARGS must be a JSON object" in result.stderr

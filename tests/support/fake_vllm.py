@@ -4,7 +4,8 @@ It follows vLLM's V1 sources (vllm/v1/engine/async_llm.py, output_processor.py, 
 vllm/sampling_params.py, vllm/engine/arg_utils.py) where our code depends on them:
 
 - `AsyncLLM.from_engine_args(engine_args, start_engine_loop=True, usage_context=...,
-  stat_loggers=None)` builds the engine; `get_tokenizer()` is plain (it was a coroutine up to
+  stat_loggers=None)` builds the engine, blocking its thread while the model loads (`load_s`);
+  `shutdown()` stops it; `get_tokenizer()` is plain (it was a coroutine up to
   0.11: `AsyncLLM011` keeps that shape).
 - `generate(prompt, sampling_params, request_id, *, ...)` is an async generator of
   RequestOutput. A RequestOutputCollector sits between the engine and the reader; with
@@ -55,6 +56,7 @@ class AsyncEngineArgs:
     tensor_parallel_size: int = 1
     max_model_len: int | None = None
     gpu_memory_utilization: float = 0.9
+    enforce_eager: bool = False
     enable_log_requests: bool = False
     disable_log_stats: bool = False
 
@@ -205,6 +207,7 @@ class AsyncLLM:
     reply_tokens = 40  # the "model" ends its reply (finish_reason "stop") after this many
     fail_after: int | None = None  # every request fails once it has produced this many tokens
     frozen = False  # produce nothing for now (a GPU busy with a long prefill, say)
+    load_s = 0.0  # from_engine_args blocks its thread this long, as loading a model does
 
     def __init__(self, engine_args: AsyncEngineArgs):
         self.engine_args = engine_args
@@ -213,6 +216,7 @@ class AsyncLLM:
         self._running: dict[str, tuple[FakeRequest, RequestOutputCollector]] = {}
         self._scheduler: asyncio.Task[None] | None = None
         self._tokenizer = FakeTokenizer()
+        self.shut_down = False
         built.append(self)
 
     @classmethod
@@ -225,7 +229,14 @@ class AsyncLLM:
     ) -> AsyncLLM:
         if not isinstance(engine_args, AsyncEngineArgs):
             raise TypeError("from_engine_args takes an AsyncEngineArgs")
+        time.sleep(cls.load_s)
         return cls(engine_args)
+
+    def shutdown(self) -> None:
+        """vLLM stops its engine-core and worker processes here; the fake notes it."""
+        self.shut_down = True
+        if self._scheduler is not None and not self._scheduler.get_loop().is_closed():
+            self._scheduler.cancel()
 
     def get_tokenizer(self) -> FakeTokenizer:
         return self._tokenizer

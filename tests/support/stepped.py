@@ -79,6 +79,12 @@ class SteppedEngine:
         self.stop_timeout_s = 5.0
         self.started: asyncio.Queue[SteppedStream] = asyncio.Queue()
 
+    def load(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
     def count_tokens(self, text: str) -> int:
         return estimate_tokens(text)
 
