@@ -105,8 +105,7 @@ class Control:
                 stop = rows.RecordedStop(rows.unix_time(event.requested_at), event.cancelled_by)
                 await self.generation.request_stop(stop)
             elif isinstance(event, protocol.Sync):
-                # In a task of its own: a full channel makes it wait, and cancels must not.
-                self.generation.spawn(self.generation.feed.snapshot_to(event.reply_channel))
+                self.generation.snapshot_to(event.reply_channel)
             elif isinstance(event, protocol.Pong):
                 self.last_viewer_seen = time.monotonic()
 

@@ -64,10 +64,16 @@ class KeepAlive:
                     logger.info("flushes work again")
                 self._failing = False
             outcomes = results if results is not None else [None] * len(controls)
-            await asyncio.gather(
+            acted = await asyncio.gather(
                 *(c.after_flush(f, r) for c, f, r in zip(controls, flushes, outcomes, strict=True)),
                 return_exceptions=True,
             )
+            # One reply's failure must not end the round for the others, nor pass unseen.
+            for control, outcome in zip(controls, acted, strict=True):
+                if isinstance(outcome, Exception):
+                    logger.error(
+                        "keep-alive failed for reply %s", control.message_id, exc_info=outcome
+                    )
 
 
 # One per process: every generation of the process takes part in the same round.

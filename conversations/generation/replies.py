@@ -228,7 +228,7 @@ async def reply_sync(*, conversation: Conversation, message_id: int, reply_chann
     channel) cannot lose the request, else through the conversation's group."""
     generation = running_here(message_id)
     if generation is not None:
-        generation.spawn(generation.feed.snapshot_to(reply_channel))
+        generation.snapshot_to(reply_channel)
     else:
         sync = Sync(message_id=message_id, reply_channel=reply_channel)
         await broadcast.to_group(conversation.group_name, sync)

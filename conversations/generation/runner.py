@@ -177,6 +177,11 @@ class Generation:
             self.first_token_at = datetime.now(UTC)
         await self.feed.add(delta)
 
+    def snapshot_to(self, reply_channel: str) -> None:
+        """Send one tab the text so far, in a task of its own: a full channel makes it wait, and
+        nothing else (Stops above all) may wait behind it."""
+        self.spawn(self.feed.snapshot_to(reply_channel))
+
     async def request_stop(self, stop: rows.RecordedStop) -> None:
         """A Stop reached us (from the group, the row, or the grace period); the first one counts."""
         if self.stop is not None:
