@@ -231,7 +231,11 @@ if SESSION_COOKIE_SECURE:
 
 # --- Chat ---------------------------------------------------------------------------------------
 
+# The models users can chat with: a JSON list (or the path of a file holding one); see the
+# README's "Models". Unset: one model, "default", made from CHAT_ENGINE and the settings below.
+CHAT_MODELS = env_str("CHAT_MODELS")
 CHAT_ENGINE = env_str("CHAT_ENGINE", "llamacpp")
+CHAT_MODEL_NAME = env_str("CHAT_MODEL_NAME")  # the name users see; empty: from the model file
 CHAT_SYSTEM_PROMPT = env_str("CHAT_SYSTEM_PROMPT", "You are a helpful assistant.")
 CHAT_MAX_TOKENS = env_int("CHAT_MAX_TOKENS", 512, minimum=1)
 CHAT_TEMPERATURE = env_float("CHAT_TEMPERATURE", 0.7, minimum=0.0)
@@ -276,6 +280,8 @@ CHAT_SCRIPTED_DELAY_MS = env_float("CHAT_SCRIPTED_DELAY_MS", 20.0, minimum=0.0)
 CHAT_MODEL_PATH = env_str("CHAT_MODEL_PATH")
 CHAT_CONTEXT_TOKENS = env_int("CHAT_CONTEXT_TOKENS", 2048, minimum=256)
 CHAT_LLAMA_THREADS = env_int("CHAT_LLAMA_THREADS", 0, minimum=0)
+# The embedded engine's llama.cpp binding: "xllamacpp" or "llama-cpp-python"; empty: the one installed.
+CHAT_LLAMA_BINDING = env_str("CHAT_LLAMA_BINDING")
 
 # CHAT_ENGINE=openai: any OpenAI-compatible server (`vllm serve`, llama.cpp's server, ...).
 CHAT_OPENAI_BASE_URL = env_str("CHAT_OPENAI_BASE_URL", "http://127.0.0.1:8001/v1")

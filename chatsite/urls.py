@@ -6,5 +6,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("conversations.api.urls")),
     path("", include("conversations.metrics_views")),
+    path("", include("conversations.health")),
     path("", include("conversations.urls")),
 ]

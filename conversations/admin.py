@@ -6,8 +6,9 @@ permission on conversations (conversations.view_conversation), which brings the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
+from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_permission_codename
 from django.core.exceptions import PermissionDenied
@@ -20,8 +21,9 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from conversations import chat_models
 from conversations.api import exports
-from conversations.models import Conversation, ConversationQuerySet, Message
+from conversations.models import ChatModel, Conversation, ConversationQuerySet, Message
 
 
 class Stats(TypedDict):
@@ -155,7 +157,18 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin[Conversation]):
     # The search itself is ConversationQuerySet.search (titles and message text), see below.
     search_fields = ("title",)
     search_help_text = "Searches titles and message text."
-    fields = ("id", "owner", "title", "title_is_custom", "created_at", "updated_at")
+    fields = (
+        "id",
+        "owner",
+        "title",
+        "title_is_custom",
+        "model_slug",
+        "system_prompt",
+        "temperature",
+        "max_tokens",
+        "created_at",
+        "updated_at",
+    )
     readonly_fields = fields
     inlines = (MessageInline,)
     actions = ("export_json", "export_markdown")
@@ -237,3 +250,53 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin[Conversation]):
     ) -> HttpResponse:
         conversations = exports.with_messages(as_conversations(queryset).newest_first())
         return exports.download(exports.render(conversations, fmt, many=many), fmt, stem=stem)
+
+
+class ChatModelForm(forms.ModelForm[ChatModel]):
+    class Meta:
+        model = ChatModel
+        fields = (
+            "name",
+            "slug",
+            "backend",
+            "model_id",
+            "options",
+            "context_tokens",
+            "system_prompt",
+            "temperature",
+            "max_tokens",
+            "max_temperature",
+            "max_tokens_limit",
+            "groups",
+            "enabled",
+            "position",
+        )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        slug = cleaned.get("slug")
+        if slug and slug in {spec.slug for spec in chat_models.declared_models()}:
+            self.add_error("slug", "A model declared in CHAT_MODELS has this slug.")
+        if not self.errors:
+            row = ChatModel(**{k: v for k, v in cleaned.items() if k != "groups"})
+            for problem in chat_models.spec_problems(row.spec()):
+                self.add_error(None, problem[0].upper() + problem[1:] + ".")
+        return cleaned
+
+
+@admin.register(ChatModel)
+class ChatModelAdmin(admin.ModelAdmin[ChatModel]):
+    """Models users can pick, besides those declared in CHAT_MODELS (listed on the page)."""
+
+    form = ChatModelForm
+    list_display = ("name", "slug", "backend", "model_id", "enabled", "position")
+    list_editable = ("enabled", "position")
+    list_filter = ("backend", "enabled")
+    filter_horizontal = ("groups",)
+    search_fields = ("name", "slug", "model_id")
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        declared = chat_models.declared_models()
+        return super().changelist_view(request, {**(extra_context or {}), "declared": declared})

@@ -9,7 +9,10 @@ class ConversationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from conversations import checks, signals  # noqa: F401 - registers checks and receivers
+        from conversations import chat_models, checks, signals  # noqa: F401 - registers them
+
+        # A bad CHAT_MODELS entry stops start-up here, with a message that names it.
+        chat_models.declared_models()
 
         if not settings.REDIS_URL:
             # A warning in production: several processes without Redis cannot see each other.

@@ -168,6 +168,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
                 conversation=self.conversation,
                 content=command.content,
                 idempotency_key=command.idempotency_key,
+                model_slug=command.model,
                 session_key=self.session_key,
                 user_id=self.user_id,
             )

@@ -14,3 +14,24 @@ class TokenNameForm(forms.Form):
     name = forms.CharField(
         error_messages={"required": "Give the token a name, such as the script that will use it."},
     )
+
+
+class ConversationSettingsForm(forms.Form):
+    """The page's settings of one conversation; an empty field means the model's default. The
+    bounds are the model's, checked by the service (conversation_configure)."""
+
+    model = forms.CharField(max_length=50)
+    system_prompt = forms.CharField(
+        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
+    )
+    temperature = forms.FloatField(required=False, min_value=0)
+    max_tokens = forms.IntegerField(required=False, min_value=1)
+
+    def changes(self) -> dict[str, object]:
+        data = self.cleaned_data
+        return {
+            "model_slug": data["model"],
+            "system_prompt": data["system_prompt"] or None,
+            "temperature": data["temperature"],
+            "max_tokens": data["max_tokens"],
+        }

@@ -10,6 +10,7 @@ from django.conf import settings
 
 MAX_FRAME_BYTES = 64 * 1024
 MAX_IDEMPOTENCY_KEY = 64
+MAX_MODEL_SLUG = 50
 # The longest escape of one character in JSON: an astral character as two \uXXXX escapes.
 MAX_JSON_BYTES_PER_CHAR = 12
 
@@ -25,6 +26,7 @@ class FrameError(Exception):
 class SendFrame:
     content: str
     idempotency_key: str = ""
+    model: str = ""  # a model's slug; empty: the conversation's model
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,14 @@ def parse_frame(raw: str | None, *, conversation_id: str) -> SendFrame | CancelF
             "bad_idempotency_key",
             f"idempotency_key must be text of at most {MAX_IDEMPOTENCY_KEY} characters.",
         )
-    return SendFrame(content=content, idempotency_key=key)
+    model = data.get("model")
+    if model is None:
+        model = ""
+    if not isinstance(model, str) or len(model) > MAX_MODEL_SLUG or not _storable(model):
+        raise FrameError(
+            "bad_model", f"model must be a model's name of at most {MAX_MODEL_SLUG} characters."
+        )
+    return SendFrame(content=content, idempotency_key=key, model=model.strip())
 
 
 def _storable(text: str) -> bool:

@@ -1,7 +1,7 @@
 import uuid
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.conf import settings
 from django.db import models
@@ -10,6 +10,9 @@ from django.db.models.functions import Coalesce
 from django.urls import reverse
 
 from conversations.types import AnyUser
+
+if TYPE_CHECKING:
+    from conversations.chat_models import ModelSpec
 
 
 class ConversationQuerySet(models.QuerySet["Conversation"]):
@@ -68,6 +71,67 @@ class ConversationQuerySet(models.QuerySet["Conversation"]):
         )
 
 
+class ChatModel(models.Model):
+    """A model users can chat with, managed in the admin (more can be declared in CHAT_MODELS:
+    see conversations.chat_models, which turns a row into the same ModelSpec)."""
+
+    slug = models.SlugField(max_length=50, unique=True, help_text="Its name in the API and URLs.")
+    name = models.CharField(max_length=100, help_text="The name users see in the picker.")
+    backend = models.CharField(max_length=32, help_text="The engine: llamacpp, openai, vllm...")
+    model_id = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="The engine's name for the model: a GGUF path (llamacpp; empty: the embedded "
+        "one), a served model (openai; empty: the first the server lists), a model id (vllm).",
+    )
+    options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='The backend\'s settings, e.g. {"base_url": "http://vllm:8000/v1", '
+        '"api_key_env": "UPSTREAM_KEY"}. Secrets are named by environment variable, never stored.',
+    )
+    context_tokens = models.PositiveIntegerField(default=2048)
+    system_prompt = models.TextField(blank=True, help_text="The default for new conversations.")
+    temperature = models.FloatField(default=0.7)
+    max_tokens = models.PositiveIntegerField(default=512, help_text="Default reply length.")
+    max_temperature = models.FloatField(default=2.0, help_text="The most a conversation may set.")
+    max_tokens_limit = models.PositiveIntegerField(
+        default=4096, help_text="The longest reply a conversation may ask for."
+    )
+    groups = models.ManyToManyField(
+        "auth.Group", blank=True, help_text="Who may use it; nobody chosen: everyone signed in."
+    )
+    enabled = models.BooleanField(default=True)
+    position = models.PositiveIntegerField(default=0, help_text="Order in the picker.")
+
+    class Meta:
+        ordering = ["position", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.slug})"
+
+    def spec(self) -> "ModelSpec":
+        """This row as the registry's ModelSpec (groups prefetched, or one query)."""
+        from conversations.chat_models import ModelSpec
+
+        return ModelSpec(
+            slug=self.slug,
+            name=self.name,
+            backend=self.backend,
+            model_id=self.model_id,
+            options=dict(self.options or {}),
+            context_tokens=self.context_tokens,
+            system_prompt=self.system_prompt,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            max_temperature=self.max_temperature,
+            max_tokens_limit=self.max_tokens_limit,
+            groups=tuple(group.name for group in self.groups.all()) if self.pk else (),
+            enabled=self.enabled,
+            declared=False,
+        )
+
+
 class Conversation(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(
@@ -76,6 +140,13 @@ class Conversation(models.Model):
     title = models.CharField(max_length=200, blank=True)
     # False until someone renames it; until then the first message gives the title.
     title_is_custom = models.BooleanField(default=False)
+    # The model its next reply uses (a slug of conversations.chat_models; empty: the owner's
+    # default) and its own settings within that model's bounds (null: the model's default).
+    model_slug = models.CharField(max_length=50, blank=True)
+    # null and "" differ here: the model's default prompt, or none at all.
+    system_prompt = models.TextField(null=True, blank=True)  # noqa: DJ001
+    temperature = models.FloatField(null=True, blank=True)
+    max_tokens = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -170,6 +241,11 @@ class Message(models.Model):
 
     engine = models.CharField(max_length=32, blank=True)
     model = models.CharField(max_length=200, blank=True)
+    # What the reply was generated with: the chat model's slug and the settings used.
+    model_slug = models.CharField(max_length=50, blank=True)
+    system_prompt = models.TextField(blank=True)
+    temperature = models.FloatField(null=True, blank=True)
+    max_tokens = models.PositiveIntegerField(null=True, blank=True)
     request_id = models.CharField(max_length=64, blank=True, db_index=True)
     idempotency_key = models.CharField(max_length=64, blank=True)
 

@@ -30,6 +30,10 @@ class MessagePayload(TypedDict):
     status: str
     engine: str
     model: str
+    model_slug: str
+    system_prompt: str
+    temperature: float | None
+    max_tokens: int | None
     request_id: str
     created_at: str | None
     first_token_at: str | None
@@ -55,6 +59,10 @@ def message_payload(message: Message) -> MessagePayload:
         status=message.status,
         engine=message.engine,
         model=message.model,
+        model_slug=message.model_slug,
+        system_prompt=message.system_prompt,
+        temperature=message.temperature,
+        max_tokens=message.max_tokens,
         request_id=message.request_id,
         created_at=_iso(message.created_at),
         first_token_at=_iso(message.first_token_at),
@@ -103,6 +111,7 @@ class Started(Event):
     title: str
     user_message: MessagePayload
     message: MessagePayload
+    model_loading: bool = False  # the reply waits for its model to load (minutes, for some)
 
 
 @dataclass(frozen=True)

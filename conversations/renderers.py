@@ -30,7 +30,12 @@ class Renderer(Protocol):
 
 class JsonRenderer:
     def started(self, event: Started) -> str:
-        return _json(type="message.started", user_message=event.user_message, message=event.message)
+        return _json(
+            type="message.started",
+            user_message=event.user_message,
+            message=event.message,
+            model_loading=event.model_loading,
+        )
 
     def delta(self, message_id: int, offset: int, text: str) -> str:
         return _json(type="message.delta", message_id=message_id, offset=offset, text=text)
@@ -55,7 +60,12 @@ class HtmlRenderer:
         reply.conversation = conversation
         return render_to_string(
             "conversations/events/started.html",
-            {"user_message": _message(event.user_message), "reply": reply, "streaming": True},
+            {
+                "user_message": _message(event.user_message),
+                "reply": reply,
+                "streaming": True,
+                "model_loading": event.model_loading,
+            },
         )
 
     def delta(self, message_id: int, offset: int, text: str) -> str:
@@ -98,6 +108,9 @@ def _message(payload: MessagePayload) -> Message:
         role=payload["role"],
         content=payload["content"],
         status=payload["status"],
+        engine=payload["engine"],
+        model=payload["model"],
+        model_slug=payload["model_slug"],
         cancelled_by=payload["cancelled_by"],
         error=payload["error"],
     )

@@ -18,6 +18,11 @@ urlpatterns = [
         name="conversation-rename",
     ),
     path(
+        "conversations/<uuid:conversation_id>/settings/",
+        views.conversation_settings_view,
+        name="conversation-settings",
+    ),
+    path(
         "conversations/<uuid:conversation_id>/delete/",
         views.conversation_delete_view,
         name="conversation-delete",

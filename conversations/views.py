@@ -1,13 +1,18 @@
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.core.paginator import Page, Paginator
 from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from conversations.forms import TitleForm
+from conversations import chat_models, engines
+from conversations.forms import ConversationSettingsForm, TitleForm
 from conversations.models import Conversation
 from conversations.services.conversations import (
+    conversation_configure,
     conversation_create,
     conversation_delete,
     conversation_rename,
@@ -65,7 +70,31 @@ def conversation_detail(
     conversation = get_object_or_404(
         Conversation.objects.visible_to(request.user), pk=conversation_id
     )
+    return _detail_page(request, conversation)
+
+
+def _detail_page(
+    request: AuthenticatedHttpRequest,
+    conversation: Conversation,
+    settings_form: ConversationSettingsForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
     messages = list(conversation.messages.all())
+    choices = [
+        ModelChoice(spec, engines.load_state(spec)) for spec in chat_models.models_for(request.user)
+    ]
+    current = next((c for c in choices if c.spec.slug == conversation.model_slug), None)
+    if current is None and choices:
+        current = choices[0]  # a new conversation, or one whose model is gone: the default
+    if settings_form is None:
+        settings_form = ConversationSettingsForm(
+            initial={
+                "model": current.spec.slug if current else "",
+                "system_prompt": conversation.system_prompt or "",
+                "temperature": conversation.temperature,
+                "max_tokens": conversation.max_tokens,
+            }
+        )
     return render(
         request,
         "conversations/detail.html",
@@ -75,8 +104,47 @@ def conversation_detail(
             "messages": messages,
             "streaming": any(m.is_active for m in messages),
             "max_prompt_chars": settings.CHAT_MAX_PROMPT_CHARS,
+            "model_choices": choices,
+            "current_model": current,
+            "settings_form": settings_form,
         },
+        status=status,
     )
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """A model in the picker, with how its engine stands in this process."""
+
+    spec: chat_models.ModelSpec
+    state: str  # engines.load_state: ready, loading, failed, idle
+
+    @property
+    def note(self) -> str:
+        return {"loading": "loading…", "failed": "unavailable"}.get(self.state, "")
+
+
+@login_required
+@require_POST
+def conversation_settings_view(
+    request: AuthenticatedHttpRequest, conversation_id: ConversationId
+) -> HttpResponse:
+    conversation = get_object_or_404(
+        Conversation.objects.visible_to(request.user), pk=conversation_id
+    )
+    form = ConversationSettingsForm(request.POST)
+    if form.is_valid():
+        try:
+            conversation_configure(
+                conversation=conversation, user=request.user, changes=form.changes()
+            )
+        except ValidationError as exc:
+            for name, errors in exc.message_dict.items():
+                form.add_error("model" if name == "model_slug" else name, errors)
+    if not form.is_valid():
+        conversation.refresh_from_db()
+        return _detail_page(request, conversation, form, status=400)
+    return redirect(conversation)
 
 
 @login_required

@@ -87,7 +87,8 @@ def to_markdown(conversation: Conversation) -> str:
         f"- Last activity: {_when(conversation.updated_at)}",
     ]
     for message in conversation.messages.all():
-        source = f" · {message.engine}/{message.model}" if message.engine else ""
+        model = f"{message.model_slug}: " if message.model_slug else ""
+        source = f" · {model}{message.engine}/{message.model}" if message.engine else ""
         lines += ["", f"## {message.get_role_display()} · {_when(message.created_at)}{source}", ""]
         lines.append(message.content or "_(no text)_")
         if note := stop_note(message):

@@ -21,6 +21,10 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "status",
             "engine",
             "model",
+            "model_slug",
+            "system_prompt",
+            "temperature",
+            "max_tokens",
             "request_id",
             "created_at",
             "first_token_at",
@@ -62,11 +66,57 @@ class ConversationSummarySerializer(ConversationSerializer):
 class ConversationDetailSerializer(ConversationSerializer):
     """A conversation with its messages: the detail endpoint and every JSON export."""
 
+    model = serializers.CharField(
+        source="model_slug",
+        read_only=True,
+        help_text="The slug of the model its next reply uses (see /api/models/); empty: your "
+        "default model.",
+    )
     messages = MessageSerializer(many=True, read_only=True)
 
     class Meta(ConversationSerializer.Meta):
-        fields = [*ConversationSerializer.Meta.fields, "messages"]
+        fields = [
+            *ConversationSerializer.Meta.fields,
+            "model",
+            "system_prompt",
+            "temperature",
+            "max_tokens",
+            "messages",
+        ]
         read_only_fields = fields
+
+
+class ConversationChangeSerializer(serializers.Serializer[dict[str, Any]]):
+    """What PATCH may change; null for the last three means "the model's default"."""
+
+    title = serializers.CharField(required=False, max_length=200)
+    model = serializers.CharField(
+        required=False, max_length=50, help_text="A slug from /api/models/."
+    )
+    system_prompt = serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, trim_whitespace=False
+    )
+    temperature = serializers.FloatField(required=False, allow_null=True)
+    max_tokens = serializers.IntegerField(required=False, allow_null=True)
+
+
+class ChatModelSerializer(serializers.Serializer[Any]):
+    """A model the caller may use, with its defaults and the bounds a conversation may set."""
+
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    backend = serializers.CharField()
+    status = serializers.ChoiceField(
+        choices=["ready", "loading", "unavailable", "not_loaded"],
+        help_text="In the process that answered: loaded, loading, failed to load, or not "
+        "asked for yet.",
+    )
+    context_tokens = serializers.IntegerField()
+    system_prompt = serializers.CharField(help_text="The default for new conversations.")
+    temperature = serializers.FloatField()
+    max_tokens = serializers.IntegerField()
+    max_temperature = serializers.FloatField()
+    max_tokens_limit = serializers.IntegerField()
 
 
 class ConversationFilterSerializer(serializers.Serializer[dict[str, Any]]):

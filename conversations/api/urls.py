@@ -16,6 +16,7 @@ urlpatterns = [
         views.ConversationExport.as_view(),
         name="api-conversation-export",
     ),
+    path("models/", views.ModelList.as_view(), name="api-model-list"),
     path("export.jsonl", views.JsonlExport.as_view(), name="api-export-jsonl"),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[DocsAccess]), name="api-schema"),
     path(

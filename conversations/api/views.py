@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
@@ -20,17 +21,25 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
+from conversations import chat_models, engines
 from conversations.api import cursors, exports
 from conversations.api.serializers import (
+    ChatModelSerializer,
+    ConversationChangeSerializer,
     ConversationDetailSerializer,
     ConversationFilterSerializer,
     ConversationSummarySerializer,
 )
 from conversations.models import Conversation, ConversationQuerySet
-from conversations.services.conversations import conversation_delete
+from conversations.services.conversations import (
+    conversation_configure,
+    conversation_delete,
+    conversation_rename,
+)
 from conversations.types import ConversationId
 
 
@@ -78,20 +87,90 @@ class ConversationList(generics.ListAPIView[Conversation]):
         summary="One conversation with its messages",
         responses={200: ConversationDetailSerializer, 404: NOT_YOURS},
     ),
+    patch=extend_schema(
+        summary="Rename it, or change its model, system prompt or sampling for the next replies",
+        description="Each value is checked against the bounds of the model the conversation "
+        "will have (see /api/models/); null resets a setting to the model's default.",
+        request=ConversationChangeSerializer,
+        responses={
+            200: ConversationDetailSerializer,
+            400: OpenApiResponse(
+                description="A value out of the model's bounds, or no such model."
+            ),
+            404: NOT_YOURS,
+        },
+    ),
     delete=extend_schema(
         summary="Delete a conversation and its messages for good",
         responses={204: None, 404: NOT_YOURS},
     ),
 )
-class ConversationDetail(generics.RetrieveDestroyAPIView[Conversation]):
+class ConversationDetail(generics.RetrieveUpdateDestroyAPIView[Conversation]):
     serializer_class = ConversationDetailSerializer
     lookup_url_kwarg = "conversation_id"
+    http_method_names = ["get", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> QuerySet[Conversation]:
         return exports.with_messages(Conversation.objects.visible_to(self.request.user))
 
+    def partial_update(self, request: Request, *args: object, **kwargs: object) -> Response:
+        conversation = self.get_object()
+        incoming = ConversationChangeSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        changes = dict(incoming.validated_data)
+        title = changes.pop("title", None)
+        if "model" in changes:
+            changes["model_slug"] = changes.pop("model")
+        try:
+            if changes:
+                conversation_configure(
+                    conversation=conversation, user=request.user, changes=changes
+                )
+        except DjangoValidationError as exc:
+            raise exceptions.ValidationError(
+                {_API_NAMES.get(name, name): errors for name, errors in exc.message_dict.items()}
+            ) from None
+        if title is not None:
+            conversation_rename(conversation=conversation, title=title)
+        return Response(self.get_serializer(self.get_object()).data)
+
     def perform_destroy(self, instance: Conversation) -> None:
         conversation_delete(conversation=instance)
+
+
+_API_NAMES = {"model_slug": "model"}  # the service's field names as the API spells them
+
+_STATUS = {"ready": "ready", "loading": "loading", "failed": "unavailable", "idle": "not_loaded"}
+
+
+@extend_schema(
+    summary="The models you may chat with, the default first",
+    responses={200: ChatModelSerializer(many=True)},
+)
+class ModelList(APIView):
+    def get(self, request: Request) -> Response:
+        models = [
+            {**_model_fields(spec), "status": _STATUS[engines.load_state(spec)]}
+            for spec in chat_models.models_for(request.user)
+        ]
+        return Response(ChatModelSerializer(models, many=True).data)
+
+
+def _model_fields(spec: chat_models.ModelSpec) -> dict[str, object]:
+    return {name: getattr(spec, name) for name in _SPEC_FIELDS}
+
+
+_SPEC_FIELDS = (
+    "slug",
+    "name",
+    "backend",
+    "context_tokens",
+    "system_prompt",
+    "temperature",
+    "max_tokens",
+    "max_temperature",
+    "max_tokens_limit",
+)
 
 
 EXPORT_FORMAT = OpenApiParameter(

@@ -21,6 +21,7 @@ from concurrent.futures import Future
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from conversations.chat_models import ModelSpec, declared_models, legacy_spec
 from conversations.engines.base import Engine
 
 BACKENDS = {
@@ -32,8 +33,8 @@ BACKENDS = {
 
 logger = logging.getLogger("chatsite.engines")
 
-_engines: dict[str, Engine] = {}
-_loads: dict[str, Future[None]] = {}  # by engine name: its model's load, under way or done
+_engines: dict[str, Engine] = {}  # by ModelSpec.engine_key: one engine per model per process
+_loads: dict[str, Future[None]] = {}  # by engine key: its model's load, under way or done
 _lock = threading.Lock()
 
 
@@ -46,39 +47,76 @@ def check_engine_setting() -> str | None:
 
     Only the name is checked: building the engine (loading a model) is left to the first reply.
     """
+    if settings.CHAT_MODELS.strip():
+        return None  # the declared models are checked instead (conversations.chat_models)
     name = settings.CHAT_ENGINE
     return None if name in BACKENDS else _unknown_engine(name)
 
 
-def get_engine(name: str | None = None) -> Engine:
-    """The process-wide engine for `name` (default: settings.CHAT_ENGINE), built on first use.
+def _spec(model: ModelSpec | str | None) -> ModelSpec:
+    """A backend's name stands for the single-engine settings' model on that backend."""
+    if isinstance(model, ModelSpec):
+        return model
+    if model is not None and model not in BACKENDS:
+        raise ImproperlyConfigured(_unknown_engine(model))
+    spec = legacy_spec(model)
+    if spec.backend not in BACKENDS:
+        raise ImproperlyConfigured(_unknown_engine(spec.backend))
+    return spec
 
-    Raises ImproperlyConfigured for an unknown name or an engine that cannot be built (a missing
-    GGUF file, vllm not installed).
+
+def _check_backend(spec: ModelSpec) -> None:
+    if spec.backend not in BACKENDS:
+        raise ImproperlyConfigured(
+            f"The model {spec.slug!r} names the backend {spec.backend!r}, which is not one of "
+            f"{', '.join(BACKENDS)}."
+        )
+
+
+def get_engine(model: ModelSpec | str | None = None) -> Engine:
+    """The process-wide engine of a model (default: the single-engine settings' one), built on
+    first use and shared by all its replies. A backend's name picks that backend with the
+    single-engine settings.
+
+    Raises ImproperlyConfigured for an unknown backend or an engine that cannot be built (a
+    missing GGUF file, vllm not installed).
     """
-    name = name or settings.CHAT_ENGINE
-    if name not in BACKENDS:
-        raise ImproperlyConfigured(_unknown_engine(name))
+    spec = _spec(model)
+    _check_backend(spec)
     with _lock:
-        if name not in _engines:
-            module = importlib.import_module(BACKENDS[name])
-            _engines[name] = module.build_engine()
-        return _engines[name]
+        engine = _engines.get(spec.engine_key)
+        if engine is None:
+            module = importlib.import_module(BACKENDS[spec.backend])
+            engine = _engines[spec.engine_key] = module.build_engine(spec)
+        return engine
 
 
-def start_loading(name: str | None = None) -> Future[None]:
-    """Load the engine's model on a thread of its own unless that is done or under way; the
+def start_loading(model: ModelSpec | str | None = None) -> Future[None]:
+    """Load the model's engine on a thread of its own unless that is done or under way; the
     future is done when it is loaded. A load that failed is tried again by the next call."""
-    engine = get_engine(name)
+    spec = _spec(model)
+    engine = get_engine(spec)
     with _lock:
-        load = _loads.get(engine.name)
+        load = _loads.get(spec.engine_key)
         if load is None or (load.done() and load.exception() is not None):
-            load = _loads[engine.name] = Future()
+            load = _loads[spec.engine_key] = Future()
             load.set_running_or_notify_cancel()  # running: a waiter that gives up cannot cancel it
             threading.Thread(
-                target=_load, args=(engine, load), name=f"load-{engine.name}", daemon=True
+                target=_load, args=(engine, load), name=f"load-{spec.slug}", daemon=True
             ).start()
         return load
+
+
+def load_state(spec: ModelSpec) -> str:
+    """ "ready", "loading", "failed" or "idle" (not asked for yet in this process)."""
+    with _lock:
+        engine = _engines.get(spec.engine_key)
+        load = _loads.get(spec.engine_key) if engine is not None else None
+    if load is None:
+        return "idle"
+    if not load.done():
+        return "loading"
+    return "failed" if load.exception() is not None else "ready"
 
 
 def _load(engine: Engine, load: Future[None]) -> None:
@@ -94,17 +132,34 @@ def _load(engine: Engine, load: Future[None]) -> None:
 
 
 def start_loading_at_startup() -> None:
-    """Start loading the configured engine as the process starts; a problem is logged (and the
-    system check has said what is wrong), and each send reports it to its user."""
+    """Start loading every enabled model as the process starts, on a thread (listing the admin's
+    models reads the database, which the event loop may not do). A problem is logged (the
+    system check has said what is wrong) and each send reports it to its user."""
+    threading.Thread(target=_load_enabled_models, name="load-models", daemon=True).start()
+
+
+def _load_enabled_models() -> None:
+    from django.db import connection
+
+    from conversations.chat_models import all_models
+
     try:
-        start_loading()
-    except ImproperlyConfigured as exc:
-        logger.error("the engine is not available: %s", exc)
+        specs = [spec for spec in all_models() if spec.enabled]
+    except Exception:
+        logger.exception("could not list the models to load")
+        specs = [spec for spec in declared_models() if spec.enabled]
+    finally:
+        connection.close()
+    for spec in specs:
+        try:
+            start_loading(spec)
+        except ImproperlyConfigured as exc:
+            logger.error("the model %s is not available: %s", spec.slug, exc)
 
 
-async def loaded(engine: Engine) -> None:
-    """Wait, without holding the event loop, until the engine's model is loaded."""
-    await asyncio.wrap_future(start_loading(engine.name))
+async def loaded(model: ModelSpec) -> None:
+    """Wait, without holding the event loop, until the model's engine is loaded."""
+    await asyncio.wrap_future(start_loading(model))
 
 
 def close_engines() -> None:

@@ -21,7 +21,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 logger = logging.getLogger("chatsite.engines")
 
@@ -190,6 +190,15 @@ class Engine(Protocol):
         self, messages: list[ChatMessage], params: SamplingParams, *, request_id: str
     ) -> EngineStream:
         """Start generating a reply; nothing runs until the stream is iterated."""
+        ...
+
+
+@runtime_checkable
+class RemoteEngine(Protocol):
+    """An engine whose model another server holds: loaded says nothing about that server."""
+
+    async def unreachable(self) -> str | None:
+        """Why the server cannot be reached now (a readiness probe); None if it answers."""
         ...
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from conversations.chat_models import ModelSpec
 from conversations.engines.base import (
     ChatMessage,
     EngineError,
@@ -173,6 +174,8 @@ class LlamaCppEngine:
         return LlamaStream(self, messages, params)
 
 
-def build_engine() -> LlamaCppEngine:
-    path = Path(settings.CHAT_MODEL_PATH) if settings.CHAT_MODEL_PATH else embedded_model_path()
-    return LlamaCppEngine(path, settings.CHAT_CONTEXT_TOKENS, settings.CHAT_LLAMA_THREADS or None)
+def build_engine(spec: ModelSpec) -> LlamaCppEngine:
+    """model_id: a GGUF path (empty: the embedded model); options: `threads` (0: all cores)."""
+    path = Path(spec.model_id) if spec.model_id else embedded_model_path()
+    threads = spec.option("threads", settings.CHAT_LLAMA_THREADS)
+    return LlamaCppEngine(path, spec.context_tokens, threads or None)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from collections.abc import AsyncGenerator
 
 import httpx
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from conversations.chat_models import ModelSpec
 from conversations.engines.base import (
     ChatMessage,
     EngineError,
@@ -176,6 +178,15 @@ class OpenAIEngine:
     def load(self) -> None:
         pass  # the model lives in another server; nothing to load here
 
+    async def unreachable(self) -> str | None:
+        try:
+            response = await self.client().get("models", timeout=2.0)
+        except httpx.HTTPError as exc:
+            return f"{exc.__class__.__name__}: {exc}"
+        if response.status_code != 200:
+            return f"GET /models answered {response.status_code}"
+        return None
+
     def close(self) -> None:
         pass  # the pooled client goes with its event loop
 
@@ -250,11 +261,22 @@ def _transport_error(exc: httpx.HTTPError, engine: OpenAIEngine) -> str:
     return f"The model server failed: {exc.__class__.__name__}: {exc}"
 
 
-def build_engine() -> OpenAIEngine:
+def build_engine(spec: ModelSpec) -> OpenAIEngine:
+    """model_id: the served model (empty: the first the server lists). options: `base_url`,
+    `api_key_env` (the environment variable holding the key: keys are never stored), `timeout`;
+    each defaults to its CHAT_OPENAI_* setting."""
+    api_key = settings.CHAT_OPENAI_API_KEY
+    key_variable = spec.option("api_key_env", "")
+    if key_variable:
+        api_key = os.environ.get(key_variable, "")
+        if not api_key:
+            raise ImproperlyConfigured(
+                f"The model {spec.slug!r} reads its API key from ${key_variable}, which is not set."
+            )
     return OpenAIEngine(
-        base_url=settings.CHAT_OPENAI_BASE_URL,
-        api_key=settings.CHAT_OPENAI_API_KEY,
-        model=settings.CHAT_OPENAI_MODEL,
-        timeout=settings.CHAT_OPENAI_TIMEOUT,
-        context_tokens=settings.CHAT_CONTEXT_TOKENS,
+        base_url=spec.option("base_url", settings.CHAT_OPENAI_BASE_URL),
+        api_key=api_key,
+        model=spec.model_id,
+        timeout=float(spec.option("timeout", settings.CHAT_OPENAI_TIMEOUT)),
+        context_tokens=spec.context_tokens,
     )

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from django.conf import settings
 
+from conversations.chat_models import ModelSpec
 from conversations.engines.base import (
     ChatMessage,
     EngineError,
@@ -38,6 +39,9 @@ class ScriptedRecord:
     """What the engine did for one request, as the engine saw it."""
 
     request_id: str
+    # What it was asked: the prompt (system prompt first) and the sampling settings.
+    messages: list[ChatMessage] = field(default_factory=list)
+    params: SamplingParams = field(default_factory=SamplingParams)
     requested_at: float = field(default_factory=time.time)  # when the request reached the engine
     emitted: int = 0
     emit_times: list[float] = field(default_factory=list)  # time.time() of each token
@@ -48,14 +52,18 @@ class ScriptedRecord:
 
 class ScriptedStream(EngineStream):
     def __init__(
-        self, engine: ScriptedEngine, prompt_tokens: int, max_tokens: int, request_id: str
+        self,
+        engine: ScriptedEngine,
+        messages: list[ChatMessage],
+        params: SamplingParams,
+        request_id: str,
     ) -> None:
         super().__init__()
         self.engine = engine
-        self.result.prompt_tokens = prompt_tokens
-        self.record = ScriptedRecord(request_id=request_id)
+        self.result.prompt_tokens = sum(engine.count_tokens(m.content) for m in messages)
+        self.record = ScriptedRecord(request_id=request_id, messages=messages, params=params)
         engine.records[request_id] = self.record
-        self._max_tokens = max_tokens
+        self._max_tokens = params.max_tokens
         self._halt = asyncio.Event()
 
     async def _deltas(self) -> AsyncGenerator[str, None]:
@@ -96,10 +104,10 @@ class ScriptedStream(EngineStream):
 
 class ScriptedEngine:
     name = "scripted"
-    model = "scripted"
     context_tokens = 1_000_000
 
-    def __init__(self, tokens: int, delay_ms: float) -> None:
+    def __init__(self, tokens: int, delay_ms: float, *, model: str = "scripted") -> None:
+        self.model = model
         self.tokens = tokens
         self.delay_s = delay_ms / 1000
         self.fail_after: int | None = None
@@ -119,9 +127,13 @@ class ScriptedEngine:
     def stream(
         self, messages: list[ChatMessage], params: SamplingParams, *, request_id: str
     ) -> ScriptedStream:
-        prompt_tokens = sum(self.count_tokens(m.content) for m in messages)
-        return ScriptedStream(self, prompt_tokens, params.max_tokens, request_id)
+        return ScriptedStream(self, messages, params, request_id)
 
 
-def build_engine() -> ScriptedEngine:
-    return ScriptedEngine(settings.CHAT_SCRIPTED_TOKENS, settings.CHAT_SCRIPTED_DELAY_MS)
+def build_engine(spec: ModelSpec) -> ScriptedEngine:
+    """options: `tokens` and `delay_ms` (default: CHAT_SCRIPTED_TOKENS, CHAT_SCRIPTED_DELAY_MS)."""
+    return ScriptedEngine(
+        spec.option("tokens", settings.CHAT_SCRIPTED_TOKENS),
+        spec.option("delay_ms", settings.CHAT_SCRIPTED_DELAY_MS),
+        model=spec.model_id or "scripted",
+    )

@@ -27,6 +27,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from conversations.chat_models import ModelSpec
 from conversations.engines.base import (
     ChatMessage,
     EngineError,
@@ -248,14 +249,21 @@ def _describe(exc: BaseException) -> str:
     return " <- ".join(parts)
 
 
-def build_engine() -> VllmEngine:
+def build_engine(spec: ModelSpec) -> VllmEngine:
+    """model_id: a Hugging Face id or a local directory; the context window is max_model_len.
+    options: `tensor_parallel_size`, `gpu_memory_utilization`, `enforce_eager`, `log_requests`
+    and `engine_args` (any other AsyncEngineArgs field), each defaulting to its CHAT_VLLM_*."""
     return VllmEngine(
-        model=settings.CHAT_VLLM_MODEL,
-        tensor_parallel_size=settings.CHAT_VLLM_TENSOR_PARALLEL_SIZE,
-        max_model_len=settings.CHAT_VLLM_MAX_MODEL_LEN,
-        gpu_memory_utilization=settings.CHAT_VLLM_GPU_MEMORY_UTILIZATION,
+        model=spec.model_id,
+        tensor_parallel_size=spec.option(
+            "tensor_parallel_size", settings.CHAT_VLLM_TENSOR_PARALLEL_SIZE
+        ),
+        max_model_len=spec.context_tokens,
+        gpu_memory_utilization=spec.option(
+            "gpu_memory_utilization", settings.CHAT_VLLM_GPU_MEMORY_UTILIZATION
+        ),
         api=import_vllm(),
-        enforce_eager=settings.CHAT_VLLM_ENFORCE_EAGER,
-        log_requests=settings.CHAT_VLLM_LOG_REQUESTS,
-        engine_args=settings.CHAT_VLLM_ENGINE_ARGS,
+        enforce_eager=spec.option("enforce_eager", settings.CHAT_VLLM_ENFORCE_EAGER),
+        log_requests=spec.option("log_requests", settings.CHAT_VLLM_LOG_REQUESTS),
+        engine_args=spec.option("engine_args", settings.CHAT_VLLM_ENGINE_ARGS),
     )

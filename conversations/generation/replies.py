@@ -18,7 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 
-from conversations import broadcast
+from conversations import broadcast, chat_models, engines
 from conversations.engines import get_engine
 from conversations.engines.base import Engine
 from conversations.generation import rows
@@ -31,11 +31,13 @@ from conversations.services.errors import (
     ConversationGone,
     DuplicateSend,
     EngineUnavailable,
+    ModelUnavailable,
     NothingToCancel,
     ReplyInProgress,
     SessionEnded,
 )
 from conversations.services.limits import check_send_allowed, send_accepted
+from conversations.types import AnyUser
 
 logger = logging.getLogger("chatsite.generation")
 
@@ -48,10 +50,14 @@ def reply_create(
     conversation: Conversation,
     content: str,
     idempotency_key: str = "",
+    model_slug: str = "",
     session_key: str | None = None,
     user_id: int | None = None,
 ) -> ReplyPlan:
     """Save the user's message and a pending reply, or refuse the send.
+
+    The reply uses the model `model_slug` (which becomes the conversation's model), or the
+    conversation's, and the conversation's system prompt and sampling within that model's bounds.
 
     With `user_id`, first check that `session_key` still signs that user in (SessionEnded if
     not): a socket's send makes one trip to the database thread, not one per step, since under
@@ -65,7 +71,22 @@ def reply_create(
     """
     if user_id is not None and not sessions.session_signs_in(session_key, user_id):
         raise SessionEnded
-    engine = _available_engine()
+    choices = (
+        Conversation.objects.filter(pk=conversation.pk)
+        .values("model_slug", "system_prompt", "temperature", "max_tokens")
+        .first()
+    )
+    if choices is None:
+        raise ConversationGone("This conversation has been deleted.")
+    owner = get_user_model().objects.get(pk=conversation.owner_id)
+    spec = _available_model(owner, model_slug or choices["model_slug"])
+    engine = _available_engine(spec)
+    used = chat_models.reply_settings(
+        spec,
+        system_prompt=choices["system_prompt"],
+        temperature=choices["temperature"],
+        max_tokens=choices["max_tokens"],
+    )
     # Replies whose process died would otherwise count against the limits and block this
     # conversation until the next restart: settle every stale one of this owner first.
     replies_mark_interrupted(owner_id=conversation.owner_id)
@@ -92,6 +113,10 @@ def reply_create(
                     status=Message.Status.PENDING,
                     engine=engine.name,
                     model=engine.model,
+                    model_slug=spec.slug,
+                    system_prompt=used.system_prompt,
+                    temperature=used.temperature,
+                    max_tokens=used.max_tokens,
                     request_id=uuid.uuid4().hex,
                     heartbeat_at=timezone.now(),
                 )
@@ -105,7 +130,10 @@ def reply_create(
         Conversation.objects.filter(pk=conversation.pk, title="", title_is_custom=False).update(
             title=" ".join(content.split())[:80]
         )
-        Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
+        # The model picked for this send is the conversation's from now on, in every tab.
+        Conversation.objects.filter(pk=conversation.pk).update(
+            updated_at=timezone.now(), model_slug=spec.slug
+        )
         title = Conversation.objects.values_list("title", flat=True).get(pk=conversation.pk)
     # Read after the commit: the owner's row is not held while the history is read.
     history = prompt.load_history(conversation.id, before=reply.pk)
@@ -114,24 +142,33 @@ def reply_create(
         group=conversation.group_name,
         message_id=reply.pk,
         request_id=reply.request_id,
-        engine_name=engine.name,
+        model=spec,
+        settings=used,
         started=Started(
             message_id=reply.pk,
             conversation_id=str(conversation.id),
             title=title,
             user_message=message_payload(user_message),
             message=message_payload(reply),
+            model_loading=engines.load_state(spec) != "ready",
         ),
         history=history,
     )
 
 
-def _available_engine() -> Engine:
-    """The configured engine, or a refusal the sender can read (the socket stays open)."""
+def _available_model(owner: AnyUser, slug: str) -> chat_models.ModelSpec:
     try:
-        return get_engine()
+        return chat_models.model_for(owner, slug)
+    except chat_models.ModelUnavailable as exc:
+        raise ModelUnavailable(f"{exc} Pick another model; your message was not sent.") from None
+
+
+def _available_engine(spec: chat_models.ModelSpec) -> Engine:
+    """The model's engine, or a refusal the sender can read (the socket stays open)."""
+    try:
+        return get_engine(spec)
     except ImproperlyConfigured as exc:
-        logger.error("the engine is not available: %s", exc)
+        logger.error("the model %s is not available: %s", spec.slug, exc)
         raise EngineUnavailable(
             "The model is not available right now. Your message was not sent; try again later."
         ) from None
@@ -142,6 +179,7 @@ async def reply_start(
     conversation: Conversation,
     content: str,
     idempotency_key: str = "",
+    model_slug: str = "",
     session_key: str | None = None,
     user_id: int | None = None,
 ) -> Generation:
@@ -151,6 +189,7 @@ async def reply_start(
         conversation=conversation,
         content=content,
         idempotency_key=idempotency_key,
+        model_slug=model_slug,
         session_key=session_key,
         user_id=user_id,
     )

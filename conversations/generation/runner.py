@@ -23,10 +23,10 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from conversations import broadcast, engines, metrics
+from conversations.chat_models import ModelSpec, ReplySettings
 from conversations.engines import get_engine
 from conversations.engines.base import (
     ChatMessage,
-    Engine,
     EngineError,
     EngineStream,
     SamplingParams,
@@ -63,7 +63,8 @@ class ReplyPlan:
     group: str
     message_id: int
     request_id: str
-    engine_name: str
+    model: ModelSpec
+    settings: ReplySettings  # the conversation's system prompt and sampling, within the model's
     started: Started
     history: list[ChatMessage]  # the conversation before this reply, for its prompt
 
@@ -75,7 +76,7 @@ class Stalled(Exception):
 class Generation:
     def __init__(self, plan: ReplyPlan):
         self.plan = plan
-        self.observer = metrics.GenerationObserver(plan.engine_name, plan.request_id)
+        self.observer = metrics.GenerationObserver(plan.model.backend, plan.request_id)
         self.feed = Feed(plan.message_id, self.send)
         self.control = Control(self)
         self.stream: EngineStream | None = None
@@ -125,14 +126,16 @@ class Generation:
         plan = self.plan
         try:
             await self.send(plan.started)
-            engine = get_engine(plan.engine_name)
-            if not await self._engine_loaded(engine):
+            engine = get_engine(plan.model)
+            if not await self._engine_loaded():
                 return Status.CANCELLED, ""  # stopped while the model was loading
             self.engine_ready_at = datetime.now(UTC)
             # Off the event loop: counting tokens may load the model's tokenizer.
-            messages = await asyncio.to_thread(prompt.fit_to_context, plan.history, engine)
+            messages = await asyncio.to_thread(
+                prompt.fit_to_context, plan.history, engine, plan.settings
+            )
             params = SamplingParams(
-                max_tokens=settings.CHAT_MAX_TOKENS, temperature=settings.CHAT_TEMPERATURE
+                max_tokens=plan.settings.max_tokens, temperature=plan.settings.temperature
             )
             self.stream = engine.stream(messages, params, request_id=plan.request_id)
             if self.stop_wanted:
@@ -150,10 +153,10 @@ class Generation:
             return Status.CANCELLED, ""
         return Status.COMPLETE, ""
 
-    async def _engine_loaded(self, engine: Engine) -> bool:
+    async def _engine_loaded(self) -> bool:
         """Wait for the engine's model to load (on a thread of its own: the event loop, the
         tabs' pings and this reply's Stop go on meanwhile); False if a Stop came first."""
-        loading = asyncio.ensure_future(engines.loaded(engine))
+        loading = asyncio.ensure_future(engines.loaded(self.plan.model))
         stopped = asyncio.ensure_future(self._stop_event.wait())
         try:
             await asyncio.wait({loading, stopped}, return_when=asyncio.FIRST_COMPLETED)

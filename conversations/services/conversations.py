@@ -1,13 +1,16 @@
 """Writes on conversations that are not about generating a reply."""
 
+import math
 import time
+from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from conversations import broadcast
+from conversations import broadcast, chat_models
 from conversations.models import Conversation
 from conversations.protocol import Cancel, Deleted
-from conversations.types import User
+from conversations.types import AnyUser, User
 
 MAX_TITLE = 200
 
@@ -20,6 +23,50 @@ def conversation_rename(*, conversation: Conversation, title: str) -> Conversati
     conversation.title = title.strip()[:MAX_TITLE]
     conversation.title_is_custom = True
     conversation.save(update_fields=["title", "title_is_custom", "updated_at"])
+    return conversation
+
+
+# What conversation_configure may change; None for the last three means "the model's default".
+SETTINGS = ("model_slug", "system_prompt", "temperature", "max_tokens")
+
+
+def conversation_configure(
+    *, conversation: Conversation, user: AnyUser, changes: dict[str, Any]
+) -> Conversation:
+    """Change the conversation's model and its settings for the next replies.
+
+    Each value is checked against the bounds of the model the conversation will have; a
+    ValidationError maps each field that is refused to what is wrong with it.
+    """
+    unknown = set(changes) - set(SETTINGS)
+    if unknown:
+        raise ValueError(f"not settings: {', '.join(sorted(unknown))}")
+    try:
+        spec = chat_models.model_for(user, changes.get("model_slug", conversation.model_slug))
+    except chat_models.ModelUnavailable as exc:
+        raise ValidationError({"model_slug": str(exc)}) from None
+    errors = {}
+    temperature = changes.get("temperature")
+    if temperature is not None and not (
+        math.isfinite(temperature) and 0 <= temperature <= spec.max_temperature
+    ):
+        errors["temperature"] = (
+            f"{spec.name} takes a temperature from 0 to {spec.max_temperature:g}."
+        )
+    max_tokens = changes.get("max_tokens")
+    if max_tokens is not None and not 1 <= max_tokens <= spec.max_tokens_limit:
+        errors["max_tokens"] = f"{spec.name} writes replies of 1 to {spec.max_tokens_limit} tokens."
+    system_prompt = changes.get("system_prompt")
+    if system_prompt is not None and len(system_prompt) > chat_models.MAX_SYSTEM_PROMPT_CHARS:
+        errors["system_prompt"] = (
+            f"System prompts are limited to {chat_models.MAX_SYSTEM_PROMPT_CHARS} characters."
+        )
+    if errors:
+        raise ValidationError(errors)
+    for name, value in changes.items():
+        setattr(conversation, name, value)
+    conversation.model_slug = spec.slug
+    conversation.save(update_fields=[*SETTINGS, "updated_at"])
     return conversation
 
 

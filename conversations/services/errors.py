@@ -47,6 +47,12 @@ class ConversationGone(SendRefused):
     code = "conversation_deleted"
 
 
+class ModelUnavailable(SendRefused):
+    """The model asked for does not exist, is disabled, or is not for this user."""
+
+    code = "model_unavailable"
+
+
 class EngineUnavailable(SendRefused):
     """The configured engine could not be built (a bad setting, a missing model file)."""
 

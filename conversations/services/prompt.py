@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from django.conf import settings
 from django.db.models import Q
 
+from conversations.chat_models import ReplySettings
 from conversations.engines.base import ChatMessage, Engine
 from conversations.models import Message
 
@@ -31,16 +31,16 @@ def load_history(conversation_id: uuid.UUID, *, before: int) -> list[ChatMessage
     ]
 
 
-def fit_to_context(history: list[ChatMessage], engine: Engine) -> list[ChatMessage]:
+def fit_to_context(
+    history: list[ChatMessage], engine: Engine, reply: ReplySettings
+) -> list[ChatMessage]:
     """The system prompt and the history, oldest turns dropped first when it would not fit.
 
     The newest user message is always kept, and room is left for the reply itself. Counting
     tokens may load the engine's tokenizer: call this outside any transaction.
     """
-    system = (
-        [ChatMessage("system", settings.CHAT_SYSTEM_PROMPT)] if settings.CHAT_SYSTEM_PROMPT else []
-    )
-    budget = engine.context_tokens - settings.CHAT_MAX_TOKENS
+    system = [ChatMessage("system", reply.system_prompt)] if reply.system_prompt else []
+    budget = engine.context_tokens - reply.max_tokens
     budget -= sum(engine.count_tokens(m.content) + 4 for m in system)
     kept: list[ChatMessage] = []
     for message in reversed(history):

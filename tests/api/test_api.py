@@ -356,6 +356,7 @@ def test_it_serves_the_schema_and_docs_without_any_cdn(alice: Any) -> None:
         "/api/conversations/{conversation_id}/",
         "/api/conversations/{conversation_id}/export",
         "/api/export.jsonl",
+        "/api/models/",
     }
 
     docs = reader.get(reverse("api-docs"))

@@ -64,9 +64,11 @@ def test_it_describes_every_endpoint(schema: Any) -> None:
     assert operations == {
         ("GET", "/api/conversations/"),
         ("GET", "/api/conversations/{conversation_id}/"),
+        ("PATCH", "/api/conversations/{conversation_id}/"),
         ("DELETE", "/api/conversations/{conversation_id}/"),
         ("GET", "/api/conversations/{conversation_id}/export"),
         ("GET", "/api/export.jsonl"),
+        ("GET", "/api/models/"),
     }
 
 

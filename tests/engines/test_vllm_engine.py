@@ -19,6 +19,7 @@ from channels.db import database_sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 
 from conversations import engines
+from conversations.chat_models import legacy_spec
 from conversations.engines import get_engine, reset_engines
 from conversations.engines import vllm as vllm_backend
 from conversations.engines.base import ChatMessage, EngineError, FinishReason, SamplingParams
@@ -335,7 +336,7 @@ def test_it_needs_a_model_name(settings: Any, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(vllm_backend, "import_vllm", fake_vllm.api)
     settings.CHAT_VLLM_MODEL = ""
     with pytest.raises(ImproperlyConfigured, match="CHAT_VLLM_MODEL"):
-        vllm_backend.build_engine()
+        vllm_backend.build_engine(legacy_spec("vllm"))
 
 
 def test_it_refuses_a_gpu_share_above_one(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -343,7 +344,7 @@ def test_it_refuses_a_gpu_share_above_one(settings: Any, monkeypatch: pytest.Mon
     settings.CHAT_VLLM_MODEL = "m"
     settings.CHAT_VLLM_GPU_MEMORY_UTILIZATION = 1.5
     with pytest.raises(ImproperlyConfigured, match="at most 1"):
-        vllm_backend.build_engine()
+        vllm_backend.build_engine(legacy_spec("vllm"))
 
 
 # -- vllm stays optional -------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.layers import channel_layers
 
+from conversations.chat_models import ReplySettings
 from conversations.engines.base import ChatMessage
 from conversations.engines.scripted import scripted_token
 from conversations.models import Conversation, Message
@@ -68,8 +69,7 @@ async def test_a_new_conversation_is_titled_from_its_first_message(
 def test_the_oldest_turns_are_dropped_when_the_history_does_not_fit(
     alice: Any, settings: Any, scripted_engine: Any
 ) -> None:
-    settings.CHAT_SYSTEM_PROMPT = "Be brief."
-    settings.CHAT_MAX_TOKENS = 100
+    reply_settings = ReplySettings(system_prompt="Be brief.", temperature=0.7, max_tokens=100)
     scripted_engine.context_tokens = 260  # room for about 150 tokens of history
     conversation = Conversation.objects.create(owner=alice)
     for i in range(10):
@@ -82,7 +82,8 @@ def test_the_oldest_turns_are_dropped_when_the_history_does_not_fit(
     Message.objects.create(conversation=conversation, role="user", content="the newest question")
     reply = Message.objects.create(conversation=conversation, role="assistant", status="pending")
 
-    chat = fit_to_context(load_history(conversation.pk, before=reply.pk), scripted_engine)
+    history = load_history(conversation.pk, before=reply.pk)
+    chat = fit_to_context(history, scripted_engine, reply_settings)
     assert chat[0] == ChatMessage("system", "Be brief.")
     assert chat[-1] == ChatMessage("user", "the newest question")
     assert 2 < len(chat) < 21

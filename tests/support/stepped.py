@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+from conversations.chat_models import ModelSpec
 from conversations.engines.base import (
     ChatMessage,
     EngineStream,
@@ -99,5 +100,5 @@ class SteppedEngine:
             return await self.started.get()
 
 
-def build_engine() -> SteppedEngine:
+def build_engine(spec: ModelSpec) -> SteppedEngine:
     return SteppedEngine()
