@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -11,9 +12,11 @@ from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 
+from conversations.chat_models import ModelSpec, declared_models
 from conversations.engines import BACKENDS, get_engine, reset_engines
 from conversations.generation.replies import finish_sends
 from conversations.models import Conversation
+from tests.support.chat_models import MODELS
 from tests.support.db import close_worker_connections
 from tests.support.replies import generations_finished
 from tests.support.sockets import Socket, conversation_communicator, signed_in_session
@@ -63,6 +66,13 @@ def stepped_engine(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     settings.CHAT_ENGINE = "stepped"
     reset_engines()
     return get_engine("stepped")
+
+
+@pytest.fixture
+def two_models(settings: Any) -> dict[str, ModelSpec]:
+    """CHAT_MODELS declares the test models of tests/support/chat_models.py; by slug."""
+    settings.CHAT_MODELS = json.dumps(MODELS)
+    return {spec.slug: spec for spec in declared_models()}
 
 
 @pytest.fixture

@@ -131,9 +131,12 @@ class ScriptedEngine:
 
 
 def build_engine(spec: ModelSpec) -> ScriptedEngine:
-    """options: `tokens` and `delay_ms` (default: CHAT_SCRIPTED_TOKENS, CHAT_SCRIPTED_DELAY_MS)."""
-    return ScriptedEngine(
+    """options: `tokens` and `delay_ms` (default: CHAT_SCRIPTED_TOKENS, CHAT_SCRIPTED_DELAY_MS),
+    `load_s`: how long its "model" takes to load (to show and test a slow start)."""
+    engine = ScriptedEngine(
         spec.option("tokens", settings.CHAT_SCRIPTED_TOKENS),
         spec.option("delay_ms", settings.CHAT_SCRIPTED_DELAY_MS),
         model=spec.model_id or "scripted",
     )
+    engine.load_s = float(spec.option("load_s", 0.0))
+    return engine

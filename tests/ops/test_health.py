@@ -1,0 +1,131 @@
+"""/healthz and /readyz: what a load balancer or an orchestrator is told, and when."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from channels.layers import channel_layers
+from django.test import Client
+
+from tests.support.servers import free_port
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def ready(client: Client, *, until: int, timeout: float = 10.0) -> Any:
+    """/readyz, asked again until it answers `until` (a model's load runs on a thread)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = client.get("/readyz")
+        if response.status_code == until or time.monotonic() > deadline:
+            return response
+        time.sleep(0.05)
+
+
+def declare(settings: Any, *models: dict[str, Any]) -> None:
+    settings.CHAT_MODELS = json.dumps(list(models))
+
+
+@contextlib.contextmanager
+def upstream() -> Iterator[str]:
+    """A server answering GET /v1/models as an OpenAI-compatible server does."""
+
+    class Models(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps({"object": "list", "data": [{"id": "up-1"}]}).encode()
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_healthz_answers_while_the_process_runs(client: Client) -> None:
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+    assert "no-cache" in response["Cache-Control"]
+
+
+def test_readyz_is_ready_once_every_model_is_loaded(client: Client, settings: Any) -> None:
+    declare(
+        settings,
+        {"slug": "a", "backend": "scripted"},
+        {"slug": "b", "backend": "scripted", "options": {"load_s": 0.5}},
+        {"slug": "off", "backend": "scripted", "enabled": False},
+    )
+    first = client.get("/readyz")
+    assert first.status_code == 503
+    assert first.json()["models"]["b"] == "loading"
+
+    response = ready(client, until=200)
+    assert response.status_code == 200
+    assert response.json() == {
+        "status": "ok",
+        "database": "ok",
+        "channel_layer": "ok",
+        "models": {"a": "ready", "b": "ready"},
+    }
+
+
+def test_readyz_fails_while_a_model_s_server_is_unreachable(client: Client, settings: Any) -> None:
+    port = free_port()  # nothing listens there
+    local = {"slug": "local", "backend": "scripted"}
+    remote = {
+        "slug": "remote",
+        "backend": "openai",
+        "model": "up-1",
+        "options": {"base_url": f"http://127.0.0.1:{port}/v1", "timeout": 1},
+    }
+    declare(settings, local, remote)
+    response = ready(client, until=200, timeout=2)
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "unavailable"
+    assert body["models"] == {"local": "ready", "remote": "unavailable"}
+    assert str(port) not in response.content.decode(), "details go to the log, not the probe"
+
+    with upstream() as base_url:
+        declare(settings, local, {**remote, "options": {"base_url": base_url}})
+        assert ready(client, until=200).json()["models"] == {"local": "ready", "remote": "ready"}
+
+
+def test_readyz_fails_while_a_model_cannot_load(client: Client, settings: Any) -> None:
+    declare(settings, {"slug": "lost", "backend": "llamacpp", "model": "/no/such/model.gguf"})
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["models"] == {"lost": "unavailable"}
+
+
+def test_readyz_fails_while_the_channel_layer_is_down(client: Client, settings: Any) -> None:
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [f"redis://127.0.0.1:{free_port()}/0"]},
+        }
+    }
+    channel_layers.backends.clear()
+    try:
+        response = ready(client, until=200, timeout=1)
+    finally:
+        channel_layers.backends.clear()
+    assert response.status_code == 503
+    assert response.json()["channel_layer"] in {"unavailable", "timeout"}
