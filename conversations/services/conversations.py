@@ -57,6 +57,9 @@ def conversation_configure(
     if max_tokens is not None and not 1 <= max_tokens <= spec.max_tokens_limit:
         errors["max_tokens"] = f"{spec.name} writes replies of 1 to {spec.max_tokens_limit} tokens."
     system_prompt = changes.get("system_prompt")
+    if system_prompt is not None:
+        # A form's textarea sends CRLF line breaks; the API and the engines expect "\n".
+        system_prompt = changes["system_prompt"] = system_prompt.replace("\r\n", "\n")
     if system_prompt is not None and len(system_prompt) > chat_models.MAX_SYSTEM_PROMPT_CHARS:
         errors["system_prompt"] = (
             f"System prompts are limited to {chat_models.MAX_SYSTEM_PROMPT_CHARS} characters."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -102,3 +103,25 @@ async def test_a_model_that_is_not_yours_is_refused(
     assert error["type"] == "error"
     assert error["code"] in {"model_unavailable", "bad_model"}
     assert await database_sync_to_async(Message.objects.count)() == 0, "nothing was sent"
+
+
+async def test_a_reply_waiting_for_its_model_to_load_says_so(
+    connect: Any, alice: Any, conversation: Any, settings: Any
+) -> None:
+    settings.CHAT_MODELS = json.dumps(
+        [{"slug": "slow", "backend": "scripted", "options": {"tokens": 3, "load_s": 1.0}}]
+    )
+    page, _, _ = await connect(alice, conversation.pk, json_protocol=False)
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="Hello")
+    events = await socket.receive_until(finished)
+    assert events[0]["type"] == "message.started" and events[0]["model_loading"] is True
+    assert events[-1]["message"]["status"] == "complete", "it waited, and was not given up"
+    fragment = ""
+    while "message assistant" not in fragment:  # after the state sent on connect
+        fragment = await page.communicator.receive_from(timeout=5)
+    assert "loading the model…" in fragment
+
+    await socket.send(action="send", content="Again")
+    events = await socket.receive_until(finished)
+    assert events[0]["model_loading"] is False

@@ -49,11 +49,19 @@ def test_the_settings_panel_saves_within_the_model_s_bounds(
 ) -> None:
     response = alice_client.post(
         settings_url(conversation),
-        {"model": "careful", "system_prompt": "Be terse.", "temperature": "1.2", "max_tokens": ""},
+        {
+            "model": "careful",
+            "system_prompt": "Be terse.\r\nNo lists.",  # as browsers send a textarea's lines
+            "temperature": "1.2",
+            "max_tokens": "",
+        },
     )
     assert response.status_code == 302
     conversation.refresh_from_db()
-    assert (conversation.model_slug, conversation.system_prompt) == ("careful", "Be terse.")
+    assert (conversation.model_slug, conversation.system_prompt) == (
+        "careful",
+        "Be terse.\nNo lists.",
+    )
     assert (conversation.temperature, conversation.max_tokens) == (1.2, None)
 
     refused = alice_client.post(
