@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -30,7 +30,8 @@ from django.core.signals import setting_changed
 from django.core.validators import validate_slug
 from django.dispatch import receiver
 
-from conversations.types import AnyUser
+if TYPE_CHECKING:  # imported at run time, it would load the auth models before Django is set up
+    from conversations.types import AnyUser
 
 # What a conversation may ask for, whatever the model allows.
 MAX_SYSTEM_PROMPT_CHARS = 8000

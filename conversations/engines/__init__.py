@@ -108,7 +108,8 @@ def start_loading(model: ModelSpec | str | None = None) -> Future[None]:
 
 
 def load_state(spec: ModelSpec) -> str:
-    """ "ready", "loading", "failed" or "idle" (not asked for yet in this process)."""
+    """How the model's engine stands in this process: "ready", "loading", "failed" (its load
+    failed, or its server was unreachable when last tried) or "idle" (not asked for yet)."""
     with _lock:
         engine = _engines.get(spec.engine_key)
         load = _loads.get(spec.engine_key) if engine is not None else None
@@ -116,7 +117,9 @@ def load_state(spec: ModelSpec) -> str:
         return "idle"
     if not load.done():
         return "loading"
-    return "failed" if load.exception() is not None else "ready"
+    if load.exception() is not None or not getattr(engine, "reachable", True):
+        return "failed"
+    return "ready"
 
 
 def _load(engine: Engine, load: Future[None]) -> None:

@@ -105,12 +105,15 @@ class OpenAIStream(EngineStream):
                 if response.status_code >= 400:
                     await response.aread()
                     raise EngineError(_status_error(response, model))
+                engine.reachable = True
                 await self._read_events(response)
             if not self._complete:
                 raise EngineError("The model server ended the reply before it was complete.")
         except EngineError as exc:
             self._queue.put_nowait(exc)
         except httpx.HTTPError as exc:
+            if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                engine.reachable = False
             if not self._complete:  # once the reply is whole, a failure draining it is not one
                 self._queue.put_nowait(EngineError(_transport_error(exc, engine)))
         except Exception as exc:
@@ -174,6 +177,8 @@ class OpenAIEngine:
         self.context_tokens = context_tokens
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        # As last seen by a reply or a readiness probe; the picker shows a server that is away.
+        self.reachable = True
 
     def load(self) -> None:
         pass  # the model lives in another server; nothing to load here
@@ -182,10 +187,13 @@ class OpenAIEngine:
         try:
             response = await self.client().get("models", timeout=2.0)
         except httpx.HTTPError as exc:
-            return f"{exc.__class__.__name__}: {exc}"
-        if response.status_code != 200:
-            return f"GET /models answered {response.status_code}"
-        return None
+            problem: str | None = f"{exc.__class__.__name__}: {exc}"
+        else:
+            problem = (
+                None if response.status_code == 200 else f"GET /models: {response.status_code}"
+            )
+        self.reachable = problem is None
+        return problem
 
     def close(self) -> None:
         pass  # the pooled client goes with its event loop

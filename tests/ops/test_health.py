@@ -129,3 +129,22 @@ def test_readyz_fails_while_the_channel_layer_is_down(client: Client, settings: 
         channel_layers.backends.clear()
     assert response.status_code == 503
     assert response.json()["channel_layer"] in {"unavailable", "timeout"}
+
+
+def test_the_picker_and_the_api_show_a_model_whose_server_is_away(
+    client: Client, settings: Any, alice: Any, conversation: Any
+) -> None:
+    remote = {
+        "slug": "remote",
+        "name": "Remote",
+        "backend": "openai",
+        "model": "up-1",
+        "options": {"base_url": f"http://127.0.0.1:{free_port()}/v1"},
+    }
+    declare(settings, {"slug": "local", "name": "Local", "backend": "scripted"}, remote)
+    ready(client, until=200, timeout=1)  # the probe finds the server away
+    client.force_login(alice)
+    page = client.get(conversation.get_absolute_url()).content.decode()
+    assert "Remote (unavailable)" in page
+    statuses = {m["slug"]: m["status"] for m in client.get("/api/models/").json()}
+    assert statuses == {"local": "ready", "remote": "unavailable"}
