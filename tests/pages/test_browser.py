@@ -69,8 +69,12 @@ class Server:
     env: dict[str, str]
 
     def stored_messages(self, conversation: str) -> list[str]:
+        return list(self.run_script(STORED_SCRIPT, conversation))
+
+    def run_script(self, script: str, *args: str) -> Any:
+        """Run `script` in the server's environment (its database); the JSON it printed last."""
         result = subprocess.run(
-            [sys.executable, "-c", STORED_SCRIPT, conversation],
+            [sys.executable, "-c", script, *args],
             cwd=ROOT,
             env=self.env,
             capture_output=True,
@@ -78,7 +82,7 @@ class Server:
             timeout=60,
         )
         assert result.returncode == 0, result.stderr
-        return list(json.loads(result.stdout.strip().splitlines()[-1]))
+        return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 @contextlib.contextmanager

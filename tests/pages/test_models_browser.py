@@ -8,8 +8,6 @@ models there (CHAT_MODELS wins over the single-engine CHAT_ENGINE the fixture se
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +16,6 @@ from playwright.sync_api import BrowserContext, Locator, Page, expect
 
 from tests.pages import test_browser
 from tests.pages.test_browser import Server, home, new_conversation, send
-from tests.support.servers import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.model]
 
@@ -69,16 +66,7 @@ def declared_models() -> Iterator[None]:
 
 
 def stored_replies(server: Server, conversation: str) -> list[dict[str, Any]]:
-    result = subprocess.run(
-        [sys.executable, "-c", REPLIES_SCRIPT, conversation],
-        cwd=ROOT,
-        env=server.env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    return list(json.loads(result.stdout.strip().splitlines()[-1]))
+    return list(server.run_script(REPLIES_SCRIPT, conversation))
 
 
 def conversation_id(page: Page) -> str:
