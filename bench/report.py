@@ -27,7 +27,7 @@ DEFINITIONS = {
     "1,000 tokens the clients received in it (Redis and PostgreSQL not included)",
     "bytes_per_socket": "growth of the daphne processes' RSS per idle open socket",
     "model ratio": "decode tokens/s measured at the client through chatsite over the same for "
-    "llama-cpp-python alone (greedy, same prompt, same context and threads)",
+    "the engine's llama.cpp binding alone (greedy, same prompt, same context and threads)",
 }
 
 

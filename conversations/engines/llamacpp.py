@@ -1,8 +1,11 @@
-"""The embedded engine: llama-cpp-python running a GGUF model inside the web process.
+"""The embedded engine: llama.cpp running a GGUF model inside the web process.
+
+llama.cpp comes through one of two Python bindings (llamacpp_bindings.py): xllamacpp, a prebuilt
+wheel and the default, or llama-cpp-python (CHAT_LLAMA_BINDING=llama-cpp-python), built from source.
 
 The model serves one reply at a time on a single worker thread; other replies wait in that
 thread's queue (their rows stay "pending", shown as waiting). Stop sets a flag the worker checks
-after every token and then closes llama.cpp's generator, so the native loop ends within a token;
+after every token and then ends the binding's request, so the native loop ends within a token;
 a reply stopped while still queued is taken out of the queue without ever running.
 """
 
@@ -14,7 +17,6 @@ import threading
 from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -27,6 +29,7 @@ from conversations.engines.base import (
     FinishReason,
     SamplingParams,
 )
+from conversations.engines.llamacpp_bindings import LocalModel, load_model
 
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -97,33 +100,31 @@ class LlamaStream(EngineStream):
 
     def _generate(self, put: Callable[[_Item], None]) -> None:
         """Runs on the engine's worker thread."""
-        chunks = None
+
+        def emit(text: str) -> bool:
+            """Called by the binding with every piece of the reply; False ends it within a token."""
+            if self._halt.is_set():
+                self.result.finish_reason = FinishReason.ABORT
+                return False
+            if text:
+                self.result.completion_tokens += 1
+                put(text)
+            return True
+
         try:
             if self._halt.is_set():
                 return
-            llm = self.engine.model_instance()
-            chunks = llm.create_chat_completion(
-                messages=[{"role": m.role, "content": m.content} for m in self.messages],
+            finish = self.engine.model_instance().chat(
+                [{"role": m.role, "content": m.content} for m in self.messages],
                 max_tokens=self.params.max_tokens,
                 temperature=self.params.temperature,
-                stream=True,
+                emit=emit,
             )
-            for chunk in chunks:
-                if self._halt.is_set():
-                    self.result.finish_reason = FinishReason.ABORT
-                    break
-                choice = chunk["choices"][0]
-                text = choice["delta"].get("content")
-                if text:
-                    self.result.completion_tokens += 1
-                    put(text)
-                if choice.get("finish_reason"):
-                    self.result.finish_reason = FinishReason.parse(choice["finish_reason"])
+            if self.result.finish_reason is None:
+                self.result.finish_reason = FinishReason.parse(finish)
         except Exception as exc:
             put(exc)
         finally:
-            if chunks is not None:
-                chunks.close()  # ends llama.cpp's generation loop now, not at the next token
             put(None)
 
 
@@ -139,7 +140,7 @@ class LlamaCppEngine:
         self.threads = threads
         # One worker: the model serves one reply at a time and the rest queue here.
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llamacpp")
-        self._llm: Any = None
+        self._llm: LocalModel | None = None
         self._load_lock = threading.Lock()
 
     def load(self) -> None:
@@ -152,21 +153,19 @@ class LlamaCppEngine:
                 self._llm.close()  # frees the model's memory now, not at garbage collection
                 self._llm = None
 
-    def model_instance(self) -> Any:
+    def model_instance(self) -> LocalModel:
         with self._load_lock:
             if self._llm is None:
-                from llama_cpp import Llama
-
-                self._llm = Llama(
-                    model_path=str(self.model_path),
-                    n_ctx=self.context_tokens,
-                    n_threads=self.threads,
-                    verbose=False,
+                self._llm = load_model(
+                    self.model_path,
+                    context_tokens=self.context_tokens,
+                    threads=self.threads,
+                    binding=settings.CHAT_LLAMA_BINDING,
                 )
             return self._llm
 
     def count_tokens(self, text: str) -> int:
-        return len(self.model_instance().tokenize(text.encode(), add_bos=False, special=True))
+        return self.model_instance().count_tokens(text)
 
     def stream(
         self, messages: list[ChatMessage], params: SamplingParams, *, request_id: str

@@ -3,7 +3,8 @@
 Each backend must: stream deltas for a chat; on stop() end its own work (checked at the engine's
 side, not just in our loop) and confirm it; end that work too when the reader closes the stream;
 keep two concurrent streams apart; turn a failure into EngineError instead of hanging. Backends:
-scripted; llamacpp (the real SmolLM2); openai against llama.cpp's real OpenAI-compatible server;
+scripted; llamacpp (the real SmolLM2) on each of its two llama.cpp bindings (llamacpp_bindings.py);
+openai against llama.cpp's real OpenAI-compatible server;
 vllm against the stand-in in fake_vllm. The shared stop() bookkeeping (EngineStream) is checked
 once more against a hung engine: a stop that is never confirmed gives up after stop_timeout_s.
 
@@ -13,6 +14,7 @@ BOUND only keeps a broken backend from hanging the suite; it is no speed require
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
@@ -31,6 +33,7 @@ from conversations.engines.base import (
     FinishReason,
     SamplingParams,
 )
+from conversations.engines.llamacpp_bindings import BINDINGS, load_model
 from conversations.engines.openai import OpenAIEngine
 from conversations.engines.scripted import ScriptedEngine, ScriptedStream
 from conversations.engines.vllm import VllmEngine
@@ -86,8 +89,10 @@ def _scripted(settings: Any) -> Harness:
     )
 
 
-def _llamacpp(settings: Any) -> Harness:
+def _llamacpp(settings: Any, binding: str) -> Harness:
+    pytest.importorskip(BINDINGS[binding].module)
     settings.CHAT_CONTEXT_TOKENS = 2048
+    settings.CHAT_LLAMA_BINDING = binding
     reset_engines()
     engine: Any = get_engine("llamacpp")
 
@@ -167,13 +172,20 @@ def _vllm(settings: Any) -> Harness:
     )
 
 
-BACKENDS = {"scripted": _scripted, "llamacpp": _llamacpp, "openai": _openai, "vllm": _vllm}
+BACKENDS = {
+    "scripted": _scripted,
+    "llamacpp": functools.partial(_llamacpp, binding="xllamacpp"),
+    "llamacpp-python": functools.partial(_llamacpp, binding="llama-cpp-python"),
+    "openai": _openai,
+    "vllm": _vllm,
+}
 
 
 @pytest.fixture(
     params=[
         "scripted",
         pytest.param("llamacpp", marks=pytest.mark.model),
+        pytest.param("llamacpp-python", marks=pytest.mark.model),
         pytest.param("openai", marks=pytest.mark.model),
         "vllm",
     ]
@@ -385,6 +397,15 @@ def test_an_unknown_finish_reason_reads_as_none(value: object) -> None:
 def test_every_backend_passes_the_setting_check(settings: Any, name: str) -> None:
     settings.CHAT_ENGINE = name
     assert check_engine_setting() is None
+
+
+def test_an_unknown_llama_binding_is_named_with_the_choices(tmp_path: Any) -> None:
+    with pytest.raises(ImproperlyConfigured) as refused:
+        load_model(tmp_path / "model.gguf", context_tokens=256, threads=None, binding="llama")
+
+    assert "CHAT_LLAMA_BINDING='llama'" in str(refused.value)
+    for name in BINDINGS:
+        assert name in str(refused.value)
 
 
 def test_an_unknown_engine_is_named_with_the_choices(settings: Any) -> None:

@@ -35,7 +35,6 @@ async def test_a_reply_queued_behind_the_embedded_model_waits_instead_of_stallin
     connect: Any, alice: Any, conversation: Conversation, settings: Any
 ) -> None:
     """Bug a: the stall timeout cancelled the queued job before the "still queued" check."""
-    pytest.importorskip("llama_cpp")
     settings.CHAT_ENGINE = "llamacpp"
     settings.CHAT_STALL_TIMEOUT_S = 0.5
     settings.CHAT_MAX_TOKENS = 8
@@ -261,7 +260,6 @@ async def test_the_first_send_loads_the_model_without_holding_the_users_row(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Bug j: the embedded model loaded inside the transaction that locks the user's row."""
-    pytest.importorskip("llama_cpp")
     settings.CHAT_ENGINE = "llamacpp"
     settings.CHAT_MAX_TOKENS = 4
     reset_engines()
