@@ -1,6 +1,9 @@
 """ASGI entry point: HTTP through Django, WebSockets through Channels with session auth."""
 
 import os
+import signal
+import threading
+from types import FrameType
 
 from django.core.asgi import get_asgi_application
 
@@ -13,7 +16,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from chatsite import daphne_backpressure  # noqa: E402
 from chatsite.origins import OriginValidator  # noqa: E402
 from chatsite.socket_opens import SocketOpenLimit  # noqa: E402
-from conversations.engines import start_loading_at_startup  # noqa: E402
+from conversations.engines import close_engines, start_loading_at_startup  # noqa: E402
 from conversations.generation.recovery import mark_interrupted_at_startup  # noqa: E402
 from conversations.routing import websocket_urlpatterns  # noqa: E402
 
@@ -21,6 +24,34 @@ mark_interrupted_at_startup()
 daphne_backpressure.install()
 # The model loads on a thread of its own now, not in the first reply (which waits for it).
 start_loading_at_startup()
+
+
+def close_engines_on_sigterm() -> None:
+    """Close the engines when SIGTERM arrives, then let the server's own handler shut it down.
+
+    Engines are closed at exit (atexit), but uvicorn ends its process by raising SIGTERM again
+    with the default action once it has shut down, and no exit handler runs: vLLM's engine core
+    and worker processes were left running. (Daphne's Twisted installs its handler after this
+    one and exits normally, through atexit.)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may set signal handlers
+    server_handler = signal.getsignal(signal.SIGTERM)
+    if server_handler is signal.SIG_IGN:
+        return
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        close_engines()
+        if callable(server_handler):
+            server_handler(signum, frame)
+        else:  # no server handler: the default action, now that nothing is left behind
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
+close_engines_on_sigterm()
 
 application = ProtocolTypeRouter(
     {

@@ -85,10 +85,17 @@ def get_engine(model: ModelSpec | str | None = None) -> Engine:
     _check_backend(spec)
     with _lock:
         engine = _engines.get(spec.engine_key)
-        if engine is None:
-            module = importlib.import_module(BACKENDS[spec.backend])
-            engine = _engines[spec.engine_key] = module.build_engine(spec)
+    if engine is not None:
         return engine
+    # Built outside the registry's lock: importing a backend (vllm: seconds) must not hold up
+    # every other model's sends. Two first uses may both build; the first one in is kept.
+    module = importlib.import_module(BACKENDS[spec.backend])
+    built = module.build_engine(spec)
+    with _lock:
+        engine = _engines.setdefault(spec.engine_key, built)
+    if engine is not built:
+        built.close()
+    return engine
 
 
 def start_loading(model: ModelSpec | str | None = None) -> Future[None]:

@@ -17,6 +17,7 @@ when this backend is selected. Tests hand a stand-in to `VllmEngine(api=...)` in
 
 from __future__ import annotations
 
+import atexit
 import inspect
 import threading
 from collections.abc import AsyncGenerator
@@ -167,10 +168,11 @@ class VllmEngine:
         self.llm()
 
     def close(self) -> None:
-        with self._build_lock:
+        with self._build_lock:  # a close during the load waits for it, then shuts vLLM down
             if self._llm is not None:
                 self._llm.shutdown()
                 self._llm = None
+            atexit.unregister(self.close)
 
     def engine_args(self) -> Any:
         """vLLM's AsyncEngineArgs from chatsite's settings; CHAT_VLLM_ENGINE_ARGS adds any other
@@ -196,6 +198,13 @@ class VllmEngine:
         with self._build_lock:
             if self._llm is None:
                 args = self.engine_args()
+                # multiprocessing's exit handler joins vLLM's engine-core process, which ends
+                # only when shutdown() tells it to. The registry's close_engines was registered
+                # before vllm was imported, so it came after that join: daphne hung on SIGTERM.
+                # atexit runs the last registered first; the import registers that handler now.
+                import multiprocessing.util  # noqa: F401
+
+                atexit.register(self.close)
                 try:
                     self._llm = self.api.AsyncLLM.from_engine_args(args)
                 except Exception as exc:
