@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import functools
 import json
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from django.template.loader import render_to_string
+from django.utils.dateparse import parse_datetime
 
 from conversations.models import Conversation, Message
 from conversations.protocol import MessagePayload, Started
@@ -102,8 +104,10 @@ def _rendered_delta(message_id: int, text: str) -> str:
 
 
 def _message(payload: MessagePayload) -> Message:
-    """An unsaved Message with the fields the message template reads."""
-    return Message(
+    """An unsaved Message with the fields the message template reads (its text and details)."""
+    first_token_at = _moment(payload["first_token_at"])
+    ttft_ms = payload["ttft_ms"]
+    message = Message(
         id=payload["id"],
         role=payload["role"],
         content=payload["content"],
@@ -113,7 +117,24 @@ def _message(payload: MessagePayload) -> Message:
         model_slug=payload["model_slug"],
         cancelled_by=payload["cancelled_by"],
         error=payload["error"],
+        first_token_at=first_token_at,
+        finished_at=_moment(payload["finished_at"]),
+        completion_tokens=payload["completion_tokens"],
+        # The payload has no engine_ready_at; this one gives Message.ttft_ms the payload's value.
+        engine_ready_at=(
+            first_token_at - timedelta(milliseconds=ttft_ms)
+            if first_token_at is not None and ttft_ms is not None
+            else None
+        ),
     )
+    created_at = _moment(payload["created_at"])
+    if created_at is not None:  # a saved row always has one; the field cannot be None
+        message.created_at = created_at
+    return message
+
+
+def _moment(text: str | None) -> datetime | None:
+    return parse_datetime(text) if text else None
 
 
 def _json(**fields: Any) -> str:

@@ -27,6 +27,7 @@ urlpatterns = [
         views.conversation_delete_view,
         name="conversation-delete",
     ),
+    path("settings/theme/", views.theme_view, name="theme"),
     path("settings/tokens/", pages.api_tokens, name="api-tokens"),
     path(
         "settings/tokens/<int:token_id>/revoke/",

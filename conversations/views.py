@@ -6,11 +6,13 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Page, Paginator
 from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.middleware import HtmxDetails
 
 from conversations import chat_models, engines
 from conversations.forms import ConversationSettingsForm, TitleForm
-from conversations.models import Conversation
+from conversations.models import Conversation, UserPreferences
 from conversations.services.conversations import (
     conversation_configure,
     conversation_create,
@@ -173,3 +175,22 @@ def conversation_delete_view(
     )
     conversation_delete(conversation=conversation)
     return redirect("conversation-list")
+
+
+@login_required
+@require_POST
+def theme_view(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Remembers the user's theme (system, light or dark); pages render it on <html>."""
+    theme = request.POST.get("theme", "")
+    if theme not in UserPreferences.Theme.values:
+        return HttpResponseBadRequest("Choose a theme: system, light or dark.")
+    UserPreferences.objects.update_or_create(user=request.user, defaults={"theme": theme})
+    htmx: HtmxDetails | None = getattr(request, "htmx", None)
+    if htmx:  # the page already shows the new theme (chat.js set it)
+        return HttpResponse(status=204)
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        back = "conversation-list"
+    return redirect(back)

@@ -1,7 +1,8 @@
 // The chat page's behaviour around htmx's WebSocket extension:
 // - the composer: Enter sends, Shift+Enter is a newline, every message carries a fresh
-//   idempotency key so a retried or double-clicked send never starts two replies, and a send the
-//   server refuses puts its text back;
+//   idempotency key so a retried or double-clicked send never starts two replies, a send the
+//   server refuses puts its text back, a message over the limit is refused before it is sent,
+//   and each conversation's draft is kept in localStorage until it is sent;
 // - the connection: the page shows when its socket is down (htmx reconnects after 1006);
 // - catching up: a fragment for a message this page never saw start means the page missed
 //   events while disconnected, so it reloads (keeping the draft) and the server resends the rest;
@@ -23,17 +24,24 @@
     var textarea = form.querySelector("textarea");
     var keyField = form.querySelector('input[name="idempotency_key"]');
     var errors = document.getElementById("chat-errors");
+    var limit = setupLimit(textarea);
     var draftKey = "chatsite:draft:" + chat.dataset.conversation;
     var lastSent = null;
 
     function renewKey() { if (keyField) keyField.value = newKey(); }
     renewKey();
 
-    var draft = sessionStorage.getItem(draftKey);
-    if (draft !== null) {
-      sessionStorage.removeItem(draftKey);
-      textarea.value = draft;
+    // A conversation's draft lives in localStorage until it is sent, so a reload, another
+    // conversation or a closed tab does not lose it.
+    function saveDraft() {
+      try {
+        if (textarea.value) localStorage.setItem(draftKey, textarea.value);
+        else localStorage.removeItem(draftKey);
+      } catch (e) { /* storage full or blocked: the draft stays in the box only */ }
     }
+    var draft = null;
+    try { draft = localStorage.getItem(draftKey); } catch (e) { /* blocked */ }
+    if (draft !== null && !textarea.value) textarea.value = draft;
     textarea.focus();
 
     // The box grows with its text up to the CSS max-height, then scrolls.
@@ -41,8 +49,10 @@
       textarea.style.height = "auto";
       textarea.style.height = textarea.scrollHeight + 2 + "px";
     }
-    textarea.addEventListener("input", fit);
+    function changed() { fit(); saveDraft(); limit.update(); }
+    textarea.addEventListener("input", changed);
     fit();
+    limit.update();
 
     textarea.addEventListener("keydown", function (event) {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
@@ -50,15 +60,22 @@
         form.requestSubmit();
       }
     });
+    // Over the limit: refused here, with the count, and the text stays in the box.
+    form.addEventListener("htmx:wsConfigSend", function (event) {
+      if (!limit.refuse()) return;
+      event.preventDefault();
+      textarea.focus();
+    });
     function userMessages() { return chat.querySelectorAll("#messages .message.user").length; }
     var sentAt = 0;
     form.addEventListener("htmx:wsAfterSend", function () {
       lastSent = textarea.value;
       sentAt = userMessages();
       textarea.value = "";
-      fit();
+      changed();
       if (errors) errors.replaceChildren();
       renewKey();
+      textarea.focus();
     });
     chat.addEventListener("htmx:wsAfterMessage", function () {
       if (lastSent === null) return;
@@ -67,13 +84,78 @@
       } else if (errors && errors.querySelector(".error")) {
         // Refused (a reply is still running, too many sends...): the text is not lost.
         if (!textarea.value) textarea.value = lastSent;
-        fit();
+        changed();
         lastSent = null;
       }
     });
-    return function saveDraft() {
-      if (textarea.value) sessionStorage.setItem(draftKey, textarea.value);
-    };
+
+    // An example prompt of a new conversation fills the box; the person sends it.
+    chat.addEventListener("click", function (event) {
+      var example = event.target.closest && event.target.closest(".example-prompt");
+      if (!example) return;
+      textarea.value = example.textContent.trim();
+      changed();
+      textarea.focus();
+    });
+    // The empty state names the model that will answer: the one picked.
+    var picker = form.querySelector(".model-picker");
+    if (picker) picker.addEventListener("change", function () {
+      var name = chat.querySelector(".empty-chat .model-answering");
+      var option = picker.selectedOptions[0];
+      if (name && option) name.textContent = option.textContent.trim();
+    });
+    return saveDraft;
+  }
+
+  // The server refuses a message over CHAT_MAX_PROMPT_CHARS (counted after trimming, in
+  // characters); the page says so before sending, instead of cutting a paste short.
+  function setupLimit(textarea) {
+    var max = Number(textarea.dataset.maxChars) || 0;
+    var count = document.getElementById("composer-count");
+    var refusal = document.getElementById("composer-limit");
+    var format = new Intl.NumberFormat();
+    function length() { return Array.from(textarea.value.trim()).length; }
+    function update() {
+      var n = length();
+      var over = max > 0 && n > max;
+      if (count) {
+        count.hidden = !(max > 0 && n > max * 0.8);
+        count.textContent = format.format(n) + " / " + format.format(max) + " characters";
+        count.classList.toggle("over", over);
+      }
+      textarea.setAttribute("aria-invalid", over ? "true" : "false");
+      if (!over && refusal) refusal.hidden = true;
+    }
+    function refuse() {
+      var n = length();
+      if (!(max > 0 && n > max)) return false;
+      if (refusal) {
+        refusal.textContent = "Not sent: this message has " + format.format(n) +
+          " characters, over the limit of " + format.format(max) + ". Shorten it by " +
+          format.format(n - max) + " characters; your text is kept.";
+        refusal.hidden = false;
+      }
+      update();
+      return true;
+    }
+    return { update: update, refuse: refuse };
+  }
+
+  // Stop gives the keyboard back to the composer, from the button or from Escape (keys.js).
+  function setupStop(chat, form) {
+    var textarea = form.querySelector("textarea");
+    var stopForm = document.getElementById("stop-form");
+    if (!stopForm) return;
+    stopForm.addEventListener("htmx:wsAfterSend", function () { textarea.focus(); });
+    // A reply stopped elsewhere replaces the Stop button this page had focused.
+    var stopHadFocus = false;
+    chat.addEventListener("htmx:wsBeforeMessage", function () {
+      stopHadFocus = document.activeElement && document.activeElement.id === "stop-button";
+    });
+    chat.addEventListener("htmx:wsAfterMessage", function () {
+      var stop = document.getElementById("stop-button");
+      if (stopHadFocus && (document.activeElement !== stop || stop.disabled)) textarea.focus();
+    });
   }
 
   function setupConnectionStatus(chat) {
@@ -189,6 +271,7 @@
     var form = document.getElementById("send-form");
     if (!chat || !form) return;
     var saveDraft = setupComposer(chat, form);
+    setupStop(chat, form);
     setupConnectionStatus(chat);
     setupCatchUp(chat, saveDraft);
     setupScrolling(chat);
