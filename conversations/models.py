@@ -266,7 +266,9 @@ class Message(models.Model):
     cancel_confirmed_at = models.DateTimeField(null=True, blank=True)
     cancel_latency_ms = models.FloatField(null=True, blank=True)
     cancelled_by = models.CharField(max_length=150, blank=True)
-    error = models.TextField(blank=True)
+    error = models.TextField(blank=True)  # what the user is told
+    # What went wrong, for operators (server addresses, paths...): the admin shows it, not users.
+    error_detail = models.TextField(blank=True)
 
     objects = MessageQuerySet.as_manager()
 

@@ -30,7 +30,13 @@ ENGINE_STOP_TIMEOUT_S = 10.0
 
 
 class EngineError(Exception):
-    """An engine failed; its message is shown to the user, so keep it readable."""
+    """An engine failed. Its message is shown to the user: keep it readable, and free of what
+    only operators should see (server addresses, file paths, setting names), which goes in
+    `detail`: logged and shown in the admin (Message.error_detail)."""
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail or message
 
 
 class FinishReason(StrEnum):

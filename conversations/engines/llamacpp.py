@@ -81,7 +81,9 @@ class LlamaStream(EngineStream):
         try:
             while (item := await queue.get()) is not None:
                 if isinstance(item, BaseException):
-                    raise EngineError(f"The embedded model failed: {item}") from item
+                    raise EngineError(
+                        "The embedded model failed.", detail=f"The embedded model failed: {item!r}"
+                    ) from item
                 yield item
         finally:
             self._halt.set()  # the reader went away: the worker must not go on for nobody

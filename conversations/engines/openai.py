@@ -104,7 +104,7 @@ class OpenAIStream(EngineStream):
             async with client.stream("POST", "chat/completions", json=body) as response:
                 if response.status_code >= 400:
                     await response.aread()
-                    raise EngineError(_status_error(response, model))
+                    raise _status_error(response, model)
                 engine.reachable = True
                 await self._read_events(response)
             if not self._complete:
@@ -115,12 +115,14 @@ class OpenAIStream(EngineStream):
             if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
                 engine.reachable = False
             if not self._complete:  # once the reply is whole, a failure draining it is not one
-                self._queue.put_nowait(EngineError(_transport_error(exc, engine)))
+                self._queue.put_nowait(_transport_error(exc, engine))
         except Exception as exc:
             # Anything else (a bad URL, a misused stream) must still end the reply, not hang it.
             logger.exception("openai engine reader failed")
             if not self._complete:
-                self._queue.put_nowait(EngineError(f"The model server request failed: {exc}"))
+                self._queue.put_nowait(
+                    EngineError("The request to the model server failed.", detail=repr(exc))
+                )
 
     async def _read_events(self, response: httpx.Response) -> None:
         """Queue the text of each event, and the end of the reply at [DONE]."""
@@ -137,7 +139,10 @@ class OpenAIStream(EngineStream):
                 if "error" in chunk:
                     error = chunk["error"]
                     message = error.get("message") if isinstance(error, dict) else error
-                    raise EngineError(f"The model server reported an error: {message}")
+                    raise EngineError(
+                        "The model server reported an error.",
+                        detail=f"The model server reported an error: {message}",
+                    )
                 self._take_usage(chunk.get("usage"))
                 for choice in chunk.get("choices") or ():
                     text = (choice.get("delta") or {}).get("content")
@@ -149,7 +154,8 @@ class OpenAIStream(EngineStream):
                         self.result.finish_reason = FinishReason.parse(choice["finish_reason"])
             except (ValueError, TypeError, AttributeError):
                 raise EngineError(
-                    f"The model server sent a malformed chunk: {data[:80]!r}"
+                    "The model server sent a reply that could not be read.",
+                    detail=f"The model server sent a malformed chunk: {data[:80]!r}",
                 ) from None
 
     def _take_usage(self, usage: object) -> None:
@@ -218,12 +224,13 @@ class OpenAIEngine:
         if not self.model:
             response = await client.get("models")
             if response.status_code >= 400:
-                raise EngineError(_status_error(response, ""))
+                raise _status_error(response, "")
             try:
                 self.model = str(response.json()["data"][0]["id"])
             except (ValueError, KeyError, IndexError, TypeError):
                 raise EngineError(
-                    "The model server lists no model; set CHAT_OPENAI_MODEL."
+                    "The model server offers no model.",
+                    detail=f"{self.base_url}models lists no model; set the model's id.",
                 ) from None
         return self.model
 
@@ -236,14 +243,24 @@ class OpenAIEngine:
         return OpenAIStream(self, messages, params)
 
 
-def _status_error(response: httpx.Response, model: str) -> str:
+def _status_error(response: httpx.Response, model: str) -> EngineError:
     detail = _error_detail(response)
     code = response.status_code
     if code in (401, 403):
-        return f"The model server refused our credentials (HTTP {code}); check CHAT_OPENAI_API_KEY. {detail}".strip()
+        return EngineError(
+            f"The model server refused the request (HTTP {code}).",
+            detail=f"The model server refused our credentials (HTTP {code}); check the API key. "
+            f"{detail}".strip(),
+        )
     if code == 404 and model:
-        return f"The model server has no model {model!r} (HTTP 404); check CHAT_OPENAI_MODEL. {detail}".strip()
-    return f"The model server answered HTTP {code}. {detail}".strip()
+        return EngineError(
+            "The model server does not have this model (HTTP 404).",
+            detail=f"The model server has no model {model!r} (HTTP 404). {detail}".strip(),
+        )
+    return EngineError(
+        f"The model server answered HTTP {code}.",
+        detail=f"The model server answered HTTP {code}. {detail}".strip(),
+    )
 
 
 def _error_detail(response: httpx.Response) -> str:
@@ -259,14 +276,18 @@ def _error_detail(response: httpx.Response) -> str:
     return " ".join(text.split())[:200]
 
 
-def _transport_error(exc: httpx.HTTPError, engine: OpenAIEngine) -> str:
+def _transport_error(exc: httpx.HTTPError, engine: OpenAIEngine) -> EngineError:
+    kind = exc.__class__.__name__
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-        return f"Could not connect to the model server at {engine.base_url} ({exc.__class__.__name__})."
+        return EngineError(
+            "The model server could not be reached.",
+            detail=f"Could not connect to the model server at {engine.base_url} ({kind}).",
+        )
     if isinstance(exc, httpx.ReadTimeout):
-        return f"The model server sent nothing for {engine.timeout:g} seconds."
+        return EngineError(f"The model server sent nothing for {engine.timeout:g} seconds.")
     if isinstance(exc, httpx.RemoteProtocolError):
-        return "The model server closed the connection in the middle of the reply."
-    return f"The model server failed: {exc.__class__.__name__}: {exc}"
+        return EngineError("The model server closed the connection in the middle of the reply.")
+    return EngineError("The model server failed.", detail=f"{kind}: {exc}")
 
 
 def build_engine(spec: ModelSpec) -> OpenAIEngine:

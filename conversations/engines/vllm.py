@@ -118,7 +118,7 @@ class VllmStream(EngineStream):
         except EngineError:
             raise
         except Exception as exc:
-            raise EngineError(f"vLLM failed: {_describe(exc)}") from exc
+            raise EngineError("The model failed.", detail=f"vLLM failed: {_describe(exc)}") from exc
 
     async def _abort(self) -> None:
         # Confirmed when vLLM's own stream ends, with finish_reason "abort" once the abort landed.
@@ -209,7 +209,8 @@ class VllmEngine:
                     self._llm = self.api.AsyncLLM.from_engine_args(args)
                 except Exception as exc:
                     raise EngineError(
-                        f"vLLM could not start model {self.model!r}: {_describe(exc)}"
+                        "The model could not start.",
+                        detail=f"vLLM could not start model {self.model!r}: {_describe(exc)}",
                     ) from exc
             return self._llm
 

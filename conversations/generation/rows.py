@@ -106,6 +106,7 @@ class Outcome:
     status: Message.Status
     text: str
     error: str = ""
+    error_detail: str = ""  # for operators: the admin shows it, users never see it
     engine_ready_at: datetime | None = None
     first_token_at: datetime | None = None
     result: StreamResult | None = None
@@ -125,6 +126,7 @@ def finish(
     fields: dict[str, Any] = {
         "content": outcome.text,
         "error": outcome.error,
+        "error_detail": outcome.error_detail,
         "finished_at": timezone.now(),
         "engine_ready_at": outcome.engine_ready_at,
         "first_token_at": outcome.first_token_at,

@@ -73,6 +73,16 @@ class Stalled(Exception):
     pass
 
 
+@dataclass(frozen=True)
+class Ending:
+    """How a generation ended: its status and, for a failure, what the user is told and what
+    operators see (the admin, the log)."""
+
+    status: Message.Status
+    error: str = ""
+    error_detail: str = ""
+
+
 class Generation:
     def __init__(self, plan: ReplyPlan):
         self.plan = plan
@@ -105,30 +115,30 @@ class Generation:
         return task
 
     async def run(self) -> None:
-        status, error = Status.COMPLETE, ""
+        ending = Ending(Status.COMPLETE)
         await self.control.join()
         try:
-            status, error = await self._generate()
+            ending = await self._generate()
         except asyncio.CancelledError:
             # The process is shutting down under us: what was written is kept, marked unfinished.
-            status, error = Status.INTERRUPTED, INTERRUPTED_ERROR
+            ending = Ending(Status.INTERRUPTED, INTERRUPTED_ERROR)
             raise
         finally:
             self.control.stop()
             try:
-                await self._finish(status, error)
+                await self._finish(ending)
             except Exception:
                 logger.exception("could not save the reply request_id=%s", self.plan.request_id)
             await self.control.leave()
             _running.pop(self.plan.message_id, None)
 
-    async def _generate(self) -> tuple[Message.Status, str]:
+    async def _generate(self) -> Ending:
         plan = self.plan
         try:
             await self.send(plan.started)
             engine = get_engine(plan.model)
             if not await self._engine_loaded():
-                return Status.CANCELLED, ""  # stopped while the model was loading
+                return Ending(Status.CANCELLED)  # stopped while the model was loading
             self.engine_ready_at = datetime.now(UTC)
             # Off the event loop: counting tokens may load the model's tokenizer.
             messages = await asyncio.to_thread(
@@ -142,16 +152,17 @@ class Generation:
                 await self.stream.stop()  # stopped while we were setting up
             await read_deltas(self.stream, self._on_delta, stopping=lambda: self.stop_wanted)
         except (EngineError, Stalled) as exc:
-            logger.warning("engine error request_id=%s: %s", plan.request_id, exc)
-            return Status.ERROR, str(exc) or exc.__class__.__name__
-        except Exception:
+            detail = exc.detail if isinstance(exc, EngineError) else str(exc)
+            logger.warning("engine error request_id=%s: %s", plan.request_id, detail)
+            return Ending(Status.ERROR, str(exc) or exc.__class__.__name__, detail)
+        except Exception as exc:
             logger.exception("generation crashed request_id=%s", plan.request_id)
-            return Status.ERROR, "The engine failed unexpectedly."
+            return Ending(Status.ERROR, "The engine failed unexpectedly.", repr(exc))
         finish_reason = self.stream.result.finish_reason
         # A Stop that arrived as the engine produced its last token stopped nothing.
         if self.stop_wanted and not (finish_reason and finish_reason.is_natural):
-            return Status.CANCELLED, ""
-        return Status.COMPLETE, ""
+            return Ending(Status.CANCELLED)
+        return Ending(Status.COMPLETE)
 
     async def _engine_loaded(self) -> bool:
         """Wait for the engine's model to load (on a thread of its own: the event loop, the
@@ -205,7 +216,8 @@ class Generation:
         if self.stream is not None:
             self.spawn(self.stream.stop())
 
-    async def _finish(self, status: Message.Status, error: str) -> None:
+    async def _finish(self, ending: Ending) -> None:
+        status = ending.status
         await self.feed.send_now()  # the saved text is exactly the text every tab was sent
         stream = self.stream
         confirmed_at = None
@@ -221,7 +233,8 @@ class Generation:
         outcome = rows.Outcome(
             status=status,
             text=self.feed.text.text,
-            error=error,
+            error=ending.error,
+            error_detail=ending.error_detail,
             engine_ready_at=self.engine_ready_at,
             first_token_at=self.first_token_at,
             result=result,

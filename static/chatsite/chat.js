@@ -169,16 +169,32 @@
     }
     show("connecting", "");
     chat.addEventListener("htmx:wsConnecting", function () {
-      show("connecting", wasOpen ? "Connection lost. Reconnecting…" : "");
+      show("connecting", waiting ? WAITING : wasOpen ? "Connection lost. Reconnecting…" : "");
+    });
+    // htmx queues a frame sent while the socket is down and sends it once it is open again:
+    // say so, rather than let a message leave minutes later without a word.
+    var waiting = false;
+    var WAITING = "Not connected. Your message will be sent when the connection is back.";
+    chat.addEventListener("htmx:wsConfigSend", function () {
+      if (chat.dataset.socket === "open") return;
+      waiting = true;
+      show(chat.dataset.socket, WAITING);
+    });
+    chat.addEventListener("htmx:wsAfterSend", function () {
+      if (waiting || chat.dataset.socket !== "open") return;
+      show("open", ""); // the queued message has left
     });
     chat.addEventListener("htmx:wsOpen", function () {
       wasOpen = true;
-      show("open", "");
+      show("open", waiting ? "Connected again. Your message is being sent." : "");
+      waiting = false;
     });
     chat.addEventListener("htmx:wsClose", function (event) {
       var code = event.detail.event.code;
       if (RECONNECTING_CODES.indexOf(code) >= 0) {
-        show("reconnecting", "Connection lost. Reconnecting…");
+        show("reconnecting", waiting ? WAITING : "Connection lost. Reconnecting…");
+      } else if (waiting) {
+        show("closed", "Disconnected, and your message was not sent. Reload the page and send it again.");
       } else if (code === 4403) {
         show("closed", "This conversation is no longer available to you.");
       } else if (code === 4404) {

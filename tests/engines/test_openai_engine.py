@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -250,34 +251,61 @@ async def test_it_hangs_up_on_stop_and_the_server_sees_it(misbehaving: Misbehavi
 # -- upstream failures become EngineError with a readable message --------------------------------
 
 
-async def test_it_explains_a_refused_connection() -> None:
-    engine = engine_for(f"http://127.0.0.1:{free_port()}/v1")
-    with pytest.raises(
-        EngineError, match=r"Could not connect to the model server at http://127\.0\.0\.1"
-    ):
+async def test_it_explains_a_refused_connection_without_the_server_s_address() -> None:
+    port = free_port()
+    engine = engine_for(f"http://127.0.0.1:{port}/v1")
+    with pytest.raises(EngineError) as raised:
         await read_all(engine)
+    assert str(raised.value) == "The model server could not be reached.", "what the user reads"
+    assert f"Could not connect to the model server at http://127.0.0.1:{port}" in (
+        raised.value.detail
+    ), "what operators read"
 
 
 @pytest.mark.parametrize(
-    ("mode", "message"),
+    ("mode", "message", "detail"),
     [
-        ("status500", r"^The model server answered HTTP 500\. CUDA out of memory$"),
+        (
+            "status500",
+            "The model server answered HTTP 500.",
+            r"^The model server answered HTTP 500\. CUDA out of memory$",
+        ),
         (
             "status401",
-            r"refused our credentials \(HTTP 401\); check CHAT_OPENAI_API_KEY\. Invalid API key",
+            "The model server refused the request (HTTP 401).",
+            r"refused our credentials \(HTTP 401\); check the API key\. Invalid API key",
         ),
-        ("malformed", r"sent a malformed chunk: '\{\"choices\""),
-        ("stall", r"^The model server sent nothing for 0\.3 seconds\.$"),
-        ("hangup", r"closed the connection in the middle of the reply"),
-        ("error_event", r"^The model server reported an error: The engine died$"),
+        (
+            "malformed",
+            "The model server sent a reply that could not be read.",
+            r"sent a malformed chunk: '\{\"choices\"",
+        ),
+        (
+            "stall",
+            "The model server sent nothing for 0.3 seconds.",
+            r"^The model server sent nothing for 0\.3 seconds\.$",
+        ),
+        (
+            "hangup",
+            "The model server closed the connection in the middle of the reply.",
+            r"closed the connection in the middle of the reply",
+        ),
+        (
+            "error_event",
+            "The model server reported an error.",
+            r"^The model server reported an error: The engine died$",
+        ),
     ],
 )
 async def test_it_explains_an_upstream_failure(
-    misbehaving: MisbehavingServer, mode: str, message: str
+    misbehaving: MisbehavingServer, mode: str, message: str, detail: str
 ) -> None:
     engine = engine_for(misbehaving.url(mode), timeout=0.3)
-    with pytest.raises(EngineError, match=message):
+    with pytest.raises(EngineError) as raised:
         await read_all(engine)
+    assert str(raised.value) == message
+    assert re.search(detail, raised.value.detail)
+    assert "127.0.0.1" not in str(raised.value)
 
 
 # -- through the socket: the reply is saved with status error and its partial text -------------
@@ -296,10 +324,11 @@ def openai_settings(settings: Any, misbehaving: MisbehavingServer) -> Any:
 @pytest.mark.parametrize(
     ("mode", "partial", "error"),
     [
-        ("malformed", "Hello ", "malformed chunk"),
+        ("malformed", "Hello ", "could not be read"),
         ("stall", "Hello ", "sent nothing for 0.3 seconds"),
         ("hangup", "Hello ", "closed the connection"),
         ("status500", "", "HTTP 500"),
+        ("refused", "", "could not be reached"),
     ],
 )
 async def test_it_saves_a_failed_reply_with_its_partial_text(
@@ -312,7 +341,9 @@ async def test_it_saves_a_failed_reply_with_its_partial_text(
     partial: str,
     error: str,
 ) -> None:
-    openai_settings.CHAT_OPENAI_BASE_URL = misbehaving.url(mode)
+    openai_settings.CHAT_OPENAI_BASE_URL = (
+        f"http://127.0.0.1:{free_port()}/v1" if mode == "refused" else misbehaving.url(mode)
+    )
     reset_engines()
     socket, _, _ = await connect(alice, conversation.pk)
     await socket.send(action="send", content="Say hello.")
@@ -328,6 +359,11 @@ async def test_it_saves_a_failed_reply_with_its_partial_text(
     assert row.status == Message.Status.ERROR
     assert row.content == partial
     assert error in row.error
+    # The user is told what happened; where (the server's address) is for operators only.
+    assert "127.0.0.1" not in final["error"] and "127.0.0.1" not in row.error
+    assert row.error_detail and "error_detail" not in final
+    if mode == "refused":
+        assert openai_settings.CHAT_OPENAI_BASE_URL in row.error_detail
 
 
 @pytest.mark.django_db(transaction=True)

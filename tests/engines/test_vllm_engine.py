@@ -8,6 +8,7 @@ import dataclasses
 import importlib.util
 import inspect
 import os
+import re
 import subprocess
 import sys
 import time
@@ -231,8 +232,10 @@ async def test_a_failing_engine_saves_an_error_with_the_partial_text(
 
     final = events[-1]["message"]
     assert final["status"] == "error"
-    assert "CUDA error" in final["error"]
+    assert final["error"] == "The model failed."
     assert final["content"] == "tok0 tok1 tok2 "
+    row = await database_sync_to_async(conversation.messages.get)(role=Message.Role.ASSISTANT)
+    assert "CUDA error" in row.error_detail, "the cause, for operators"
 
 
 # -- the engine on its own ---------------------------------------------------------------------
@@ -328,8 +331,9 @@ async def test_a_model_that_cannot_start_is_an_engine_error() -> None:
             raise ValueError("No CUDA GPUs are available")
 
     stream = make_engine(Broken).stream(CHAT, SamplingParams(), request_id="x")
-    with pytest.raises(EngineError, match=r"vLLM could not start model .*No CUDA GPUs"):
+    with pytest.raises(EngineError, match=r"^The model could not start\.$") as raised:
         await read(stream)
+    assert re.search(r"vLLM could not start model .*No CUDA GPUs", raised.value.detail)
 
 
 def test_it_needs_a_model_name(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -295,3 +295,36 @@ def test_it_answers_404_for_a_missing_transcript(superuser: Client, db: Any) -> 
         args=["00000000-0000-0000-0000-000000000000"],
     )
     assert superuser.get(missing).status_code == 404
+
+
+def test_a_failure_s_detail_is_for_staff_only(
+    admin_client: Client, alice: Any, conversation_with_failure: Conversation
+) -> None:
+    page = admin_client.get(change_url(conversation_with_failure)).content.decode()
+    assert "Failed: The model server could not be reached." in page
+    assert "Detail: Could not connect to the model server at http://10.0.0.7:8001/v1/" in page
+
+    owner = Client()
+    owner.force_login(alice)
+    for url in (
+        conversation_with_failure.get_absolute_url(),
+        reverse("api-conversation-detail", args=[conversation_with_failure.pk]),
+        reverse("api-conversation-export", args=[conversation_with_failure.pk]) + "?format=json",
+    ):
+        seen = owner.get(url).content.decode()
+        assert "could not be reached" in seen and "10.0.0.7" not in seen, url
+
+
+@pytest.fixture
+def conversation_with_failure(alice: Any) -> Conversation:
+    conversation = Conversation.objects.create(owner=alice, title="Broken")
+    Message.objects.create(conversation=conversation, role="user", content="Hello?")
+    Message.objects.create(
+        conversation=conversation,
+        role="assistant",
+        status="error",
+        error="The model server could not be reached.",
+        error_detail="Could not connect to the model server at http://10.0.0.7:8001/v1/ "
+        "(ConnectError).",
+    )
+    return conversation

@@ -11,6 +11,7 @@ import contextlib
 import http.server
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -565,6 +566,28 @@ def other_site(html: str) -> Iterator[str]:
     finally:
         site.shutdown()
         site.server_close()
+
+
+def test_a_message_sent_while_disconnected_says_it_waits_then_goes(
+    server: Server, alice: BrowserContext, proxy: CuttableProxy
+) -> None:
+    page = home(alice, f"http://127.0.0.1:{proxy.port}")
+    new_conversation(page)
+    status = page.locator("#connection-status")
+    proxy.cut_and_hold()
+    expect(page.locator("section.chat[data-socket=open]")).to_have_count(0)
+
+    send(page, "Sent while offline")
+    expect(status).to_have_text(
+        "Not connected. Your message will be sent when the connection is back."
+    )
+    expect(page.locator("#messages .message.user")).to_have_count(0)
+    expect(page.locator("#send-form textarea")).to_have_value("Sent while offline")
+
+    proxy.release()
+    expect(page.locator("#messages .message.user")).to_have_text(re.compile("Sent while offline"))
+    expect(status).to_be_hidden()
+    expect(page.locator("#send-form textarea")).to_have_value("")
 
 
 def test_it_refuses_alice_s_socket_opened_by_a_page_on_another_port(
