@@ -21,12 +21,12 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from conversations import broadcast, metrics, protocol
-from conversations.frames import CancelFrame, FrameError, parse_frame
+from conversations.frames import CancelFrame, FrameError, SelectFrame, parse_frame
 from conversations.generation import recovery, replies
 from conversations.models import Conversation
 from conversations.protocol import MessagePayload, message_payload
 from conversations.renderers import JSON_SUBPROTOCOL, HtmlRenderer, JsonRenderer, Renderer
-from conversations.services import sessions, socket_slots
+from conversations.services import branches, sessions, socket_slots
 from conversations.services.errors import SendRefused, SessionEnded
 from conversations.signals import user_group
 from conversations.tabs import ASK_AGAIN_S, Append, AskSnapshot, Replace, TabState
@@ -162,11 +162,18 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
             if isinstance(command, CancelFrame):
                 await self._cancel()
                 return
+            if isinstance(command, SelectFrame):
+                if not await self._still_signed_in():
+                    return
+                await database_sync_to_async(branches.branch_select)(
+                    conversation=self.conversation, message_id=command.message_id
+                )
+                return
             # The session is checked in the same trip to the database as the send is saved: a
             # session that ended (logout, new password...) acts on nothing more.
             await replies.reply_start(
                 conversation=self.conversation,
-                content=command.content,
+                turn=replies.Turn(command.turn, command.content, command.message_id),
                 idempotency_key=command.idempotency_key,
                 model_slug=command.model,
                 session_key=self.session_key,
@@ -221,7 +228,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
 
     async def chat_started(self, message: dict[str, Any]) -> None:
         event = protocol.parse_as(message, protocol.Started)
-        if self.tab.started(event.message_id, self._now()):
+        # A continued reply starts with the text it goes on from: deltas come after it.
+        shown = len(event.message["content"])
+        if self.tab.started(event.message_id, self._now(), shown=shown):
             self._watch()
             await self._send(self.renderer.started(event))
 
@@ -306,6 +315,12 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
                 return
             expires = await database_sync_to_async(sessions.session_expires_at)(self.session_key)
 
+    async def chat_branch(self, message: dict[str, Any]) -> None:
+        """Another version of a turn is shown now (in another tab, maybe another process)."""
+        protocol.parse_as(message, protocol.BranchChanged)
+        branch = await database_sync_to_async(_branch_payloads)(self.conversation)
+        await self._send(self.renderer.branch(branch))
+
     async def chat_deleted(self, message: dict[str, Any]) -> None:
         """The conversation was deleted (in another tab or through the API): say so, and close."""
         await self._send(
@@ -379,3 +394,8 @@ class NotFoundConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channel
     async def connect(self) -> None:
         await self.accept()
         await self.close(code=CLOSE_NOT_FOUND)
+
+
+def _branch_payloads(conversation: Conversation) -> list[MessagePayload]:
+    conversation.refresh_from_db(fields=["current_leaf"])
+    return [message_payload(message) for message in branches.visible_branch(conversation)]

@@ -27,6 +27,8 @@ class SendFrame:
     content: str
     idempotency_key: str = ""
     model: str = ""  # a model's slug; empty: the conversation's model
+    turn: str = "send"  # send, regenerate, edit or continue (see generation.replies.Turn)
+    message_id: int | None = None  # edit: the message it is a new version of
 
 
 @dataclass(frozen=True)
@@ -34,12 +36,30 @@ class CancelFrame:
     pass
 
 
+@dataclass(frozen=True)
+class SelectFrame:
+    """Show the branch through this message (another version of its turn)."""
+
+    message_id: int
+
+
+# Actions that start a reply; "retry" (after a failure) is a regenerate.
+TURNS = {
+    "send": "send",
+    "regenerate": "regenerate",
+    "retry": "regenerate",
+    "edit": "edit",
+    "continue": "continue",
+}
+WITH_CONTENT = {"send", "edit"}
+
+
 def frame_limit() -> int:
     """Bytes a frame may have: enough for the longest prompt however the client escapes it."""
     return max(MAX_FRAME_BYTES, settings.CHAT_MAX_PROMPT_CHARS * MAX_JSON_BYTES_PER_CHAR + 1024)
 
 
-def parse_frame(raw: str | None, *, conversation_id: str) -> SendFrame | CancelFrame:
+def parse_frame(raw: str | None, *, conversation_id: str) -> SendFrame | CancelFrame | SelectFrame:
     """Turn a text frame into a command, or raise FrameError saying what is wrong with it.
 
     Fields the htmx extension adds (HEADERS and friends) are ignored.
@@ -62,19 +82,16 @@ def parse_frame(raw: str | None, *, conversation_id: str) -> SendFrame | CancelF
     action = data.get("action")
     if action == "cancel":
         return CancelFrame()
-    if action != "send":
-        raise FrameError("unknown_action", 'The action must be "send" or "cancel".')
-    content = data.get("content")
-    if not isinstance(content, str):
-        raise FrameError("bad_content", "The content must be text.")
-    if not _storable(content):
-        raise FrameError("bad_content", "The content contains characters that cannot be saved.")
-    content = content.strip()
-    if not content:
-        raise FrameError("empty", "Write a message before sending.")
-    max_chars = settings.CHAT_MAX_PROMPT_CHARS
-    if len(content) > max_chars:
-        raise FrameError("too_long", f"Messages are limited to {max_chars} characters.")
+    if action == "select":
+        return SelectFrame(_message_id(data))
+    if not isinstance(action, str) or action not in TURNS:
+        raise FrameError(
+            "unknown_action",
+            "The action must be one of send, cancel, regenerate, retry, edit, continue, select.",
+        )
+    turn = TURNS[action]
+    message_id = _message_id(data) if turn == "edit" else None
+    content = _content(data) if turn in WITH_CONTENT else ""
     # null is what a form serializer sends for "no key"; it means the same as leaving it out.
     key = data.get("idempotency_key")
     if key is None:
@@ -91,7 +108,33 @@ def parse_frame(raw: str | None, *, conversation_id: str) -> SendFrame | CancelF
         raise FrameError(
             "bad_model", f"model must be a model's name of at most {MAX_MODEL_SLUG} characters."
         )
-    return SendFrame(content=content, idempotency_key=key, model=model.strip())
+    return SendFrame(
+        content=content, idempotency_key=key, model=model.strip(), turn=turn, message_id=message_id
+    )
+
+
+def _message_id(data: dict[str, object]) -> int:
+    value = data.get("message_id")
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)  # a form field sends text
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 2**63:
+        raise FrameError("bad_message_id", "message_id must be the id of a message.")
+    return value
+
+
+def _content(data: dict[str, object]) -> str:
+    content = data.get("content")
+    if not isinstance(content, str):
+        raise FrameError("bad_content", "The content must be text.")
+    if not _storable(content):
+        raise FrameError("bad_content", "The content contains characters that cannot be saved.")
+    content = content.strip()
+    if not content:
+        raise FrameError("empty", "Write a message before sending.")
+    max_chars = settings.CHAT_MAX_PROMPT_CHARS
+    if len(content) > max_chars:
+        raise FrameError("too_long", f"Messages are limited to {max_chars} characters.")
+    return content
 
 
 def _storable(text: str) -> bool:

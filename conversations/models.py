@@ -147,6 +147,11 @@ class Conversation(models.Model):
     system_prompt = models.TextField(null=True, blank=True)  # noqa: DJ001
     temperature = models.FloatField(null=True, blank=True)
     max_tokens = models.PositiveIntegerField(null=True, blank=True)
+    # The last message of the branch shown and sent to the model (see services.branches); null
+    # for an empty conversation.
+    current_leaf = models.ForeignKey(
+        "Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -235,6 +240,11 @@ class Message(models.Model):
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"
     )
+    # The message this one answers or follows; null for a conversation's first. Messages with
+    # the same parent are versions of one turn (a regenerated reply, an edited question).
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
@@ -272,6 +282,11 @@ class Message(models.Model):
 
     objects = MessageQuerySet.as_manager()
 
+    # Where it stands among the versions of its turn, set where a page shows it (not a column):
+    # a services.branches.Version.
+    version: Any = None
+    is_current: bool | None = None  # on the branch shown; set with `version`
+
     class Meta:
         ordering = ["created_at", "id"]
         constraints = [
@@ -295,6 +310,17 @@ class Message(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE_STATUSES
+
+    @property
+    def can_continue(self) -> bool:
+        """A reply with text that ended before the model was done: cut off at the length limit,
+        stopped, or interrupted; Continue writes on from its end."""
+        if self.role != self.Role.ASSISTANT or self.is_active or not self.content:
+            return False
+        return self.finish_reason == "length" or self.status in (
+            self.Status.CANCELLED,
+            self.Status.INTERRUPTED,
+        )
 
     @property
     def ttft_ms(self) -> float | None:

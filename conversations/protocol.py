@@ -25,6 +25,7 @@ class MessagePayload(TypedDict):
     """A message as the socket's JSON protocol shows it; the same fields as the REST API's."""
 
     id: int
+    parent: int | None
     role: str
     content: str
     status: str
@@ -49,11 +50,18 @@ class MessagePayload(TypedDict):
     cancel_latency_ms: float | None
     cancelled_by: str
     error: str
+    # [index, count, previous_id, next_id] among the versions of its turn, and whether it is on
+    # the branch shown; None where not worked out (they cost a query).
+    version: list[int | None] | None
+    is_current: bool | None
 
 
 def message_payload(message: Message) -> MessagePayload:
+    """The message as tabs and API clients see it; `version` only where it was set on it (see
+    services.branches), since it costs a query."""
     return MessagePayload(
         id=message.pk,
+        parent=message.parent_id,
         role=message.role,
         content=message.content,
         status=message.status,
@@ -78,6 +86,8 @@ def message_payload(message: Message) -> MessagePayload:
         cancel_latency_ms=message.cancel_latency_ms,
         cancelled_by=message.cancelled_by,
         error=message.error,
+        version=message.version.as_list() if message.version is not None else None,
+        is_current=message.is_current,
     )
 
 
@@ -109,9 +119,12 @@ class Started(Event):
     message_id: int
     conversation_id: str
     title: str
-    user_message: MessagePayload
+    user_message: MessagePayload | None  # None when the turn adds a reply only (regenerate...)
     message: MessagePayload
     model_loading: bool = False  # the reply waits for its model to load (minutes, for some)
+    # The message the new ones follow: tabs drop whatever they show after it (an edit or a
+    # regenerate starts a new branch there). None: from the start of the conversation.
+    after: int | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +153,14 @@ class Finished(Event):
     type = "chat.finished"
     message_id: int
     message: MessagePayload
+
+
+@dataclass(frozen=True)
+class BranchChanged(Event):
+    """Another version of a turn is shown now: tabs show the branch ending at `message_id`."""
+
+    type = "chat.branch"
+    message_id: int
 
 
 @dataclass(frozen=True)
@@ -200,6 +221,7 @@ E = TypeVar("E", bound=Event)
 
 TO_TABS: tuple[type[Event], ...] = (
     Started,
+    BranchChanged,
     Delta,
     Snapshot,
     Finished,

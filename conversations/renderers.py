@@ -17,12 +17,14 @@ from django.utils.dateparse import parse_datetime
 
 from conversations.models import Conversation, Message
 from conversations.protocol import MessagePayload, Started
+from conversations.services.branches import Version
 
 JSON_SUBPROTOCOL = "chatsite.v1.json"
 
 
 class Renderer(Protocol):
     def started(self, event: Started) -> str: ...
+    def branch(self, messages: list[MessagePayload]) -> str: ...
     def delta(self, message_id: int, offset: int, text: str) -> str: ...
     def snapshot(self, message_id: int, text: str) -> str: ...
     def finished(self, message: MessagePayload) -> str: ...
@@ -37,7 +39,11 @@ class JsonRenderer:
             user_message=event.user_message,
             message=event.message,
             model_loading=event.model_loading,
+            after=event.after,
         )
+
+    def branch(self, messages: list[MessagePayload]) -> str:
+        return _json(type="conversation.branch", messages=messages)
 
     def delta(self, message_id: int, offset: int, text: str) -> str:
         return _json(type="message.delta", message_id=message_id, offset=offset, text=text)
@@ -63,11 +69,17 @@ class HtmlRenderer:
         return render_to_string(
             "conversations/events/started.html",
             {
-                "user_message": _message(event.user_message),
+                "user_message": _message(event.user_message) if event.user_message else None,
                 "reply": reply,
                 "streaming": True,
                 "model_loading": event.model_loading,
+                "after": event.after,
             },
+        )
+
+    def branch(self, messages: list[MessagePayload]) -> str:
+        return render_to_string(
+            "conversations/events/branch.html", {"messages": [_message(m) for m in messages]}
         )
 
     def delta(self, message_id: int, offset: int, text: str) -> str:
@@ -109,6 +121,7 @@ def _message(payload: MessagePayload) -> Message:
     ttft_ms = payload["ttft_ms"]
     message = Message(
         id=payload["id"],
+        parent_id=payload["parent"],
         role=payload["role"],
         content=payload["content"],
         status=payload["status"],
@@ -117,6 +130,7 @@ def _message(payload: MessagePayload) -> Message:
         model_slug=payload["model_slug"],
         cancelled_by=payload["cancelled_by"],
         error=payload["error"],
+        finish_reason=payload["finish_reason"],
         first_token_at=first_token_at,
         finished_at=_moment(payload["finished_at"]),
         completion_tokens=payload["completion_tokens"],
@@ -130,6 +144,9 @@ def _message(payload: MessagePayload) -> Message:
     created_at = _moment(payload["created_at"])
     if created_at is not None:  # a saved row always has one; the field cannot be None
         message.created_at = created_at
+    if payload["version"]:
+        index, count, previous_id, next_id = payload["version"]
+        message.version = Version(int(index or 0), int(count or 0), previous_id, next_id)
     return message
 
 

@@ -61,12 +61,13 @@ class TabState:
         """The reply this tab shows being written, if any (the latest: ids only grow)."""
         return max(self._replies, default=None)
 
-    def started(self, message_id: int, now: float) -> bool:
-        """A reply started; False if it already finished here (a late event: show nothing)."""
+    def started(self, message_id: int, now: float, shown: int = 0) -> bool:
+        """A reply started, showing `shown` characters (a continued reply's text so far); False
+        if it already finished here (a late event: show nothing)."""
         if message_id in self._settled:
             return False
         # A delta that overtook this event has already asked for a snapshot: keep waiting for it.
-        self._replies.setdefault(message_id, _Reply(heard_at=now))
+        self._replies.setdefault(message_id, _Reply(shown=shown, heard_at=now))
         return True
 
     def delta(

@@ -13,6 +13,7 @@ from django_htmx.middleware import HtmxDetails
 from conversations import chat_models, engines
 from conversations.forms import ConversationSettingsForm, TitleForm
 from conversations.models import Conversation, UserPreferences
+from conversations.services import branches
 from conversations.services.conversations import (
     conversation_configure,
     conversation_create,
@@ -81,7 +82,7 @@ def _detail_page(
     settings_form: ConversationSettingsForm | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    messages = list(conversation.messages.all())
+    messages = branches.visible_branch(conversation)
     choices = [
         ModelChoice(spec, engines.load_state(spec)) for spec in chat_models.models_for(request.user)
     ]

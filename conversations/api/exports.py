@@ -17,6 +17,7 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from conversations.api.serializers import ConversationDetailSerializer
 from conversations.models import Conversation, Message
+from conversations.services import branches
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,12 @@ def with_messages(conversations: QuerySet[Conversation]) -> QuerySet[Conversatio
     return conversations.select_related("owner").prefetch_related(
         Prefetch("messages", queryset=Message.objects.order_by("created_at", "id"))
     )
+
+
+def shown_branch(conversation: Conversation) -> list[Message]:
+    """The branch the owner sees (from the prefetched messages), each with its version: the
+    Markdown and text transcripts; the JSON ones hold every version."""
+    return branches.shown(list(conversation.messages.all()), conversation.current_leaf_id)
 
 
 def conversation_data(conversation: Conversation) -> dict[str, Any]:
@@ -86,10 +93,16 @@ def to_markdown(conversation: Conversation) -> str:
         f"- Created: {_when(conversation.created_at)}",
         f"- Last activity: {_when(conversation.updated_at)}",
     ]
-    for message in conversation.messages.all():
+    for message in shown_branch(conversation):
         model = f"{message.model_slug}: " if message.model_slug else ""
         source = f" · {model}{message.engine}/{message.model}" if message.engine else ""
-        lines += ["", f"## {message.get_role_display()} · {_when(message.created_at)}{source}", ""]
+        version = (
+            f" · version {message.version.index} of {message.version.count}"
+            if message.version.count > 1
+            else ""
+        )
+        heading = f"## {message.get_role_display()} · {_when(message.created_at)}{source}{version}"
+        lines += ["", heading, ""]
         lines.append(message.content or "_(no text)_")
         if note := stop_note(message):
             lines += ["", f"> **{message.get_status_display()}:** {note}"]
@@ -102,7 +115,7 @@ def to_text(conversation: Conversation) -> str:
         f"Conversation {conversation.pk}, owner {conversation.owner.get_username()}, "
         f"created {_when(conversation.created_at)}",
     ]
-    for message in conversation.messages.all():
+    for message in shown_branch(conversation):
         lines += ["", f"[{message.role}] {_when(message.created_at)}", message.content]
         if note := stop_note(message):
             lines.append(f"[{note}]")

@@ -5,9 +5,17 @@ from typing import Any
 from rest_framework import serializers
 
 from conversations.models import Conversation, Message
+from conversations.services import branches
 
 
 class MessageSerializer(serializers.ModelSerializer[Message]):
+    version = serializers.SerializerMethodField(
+        help_text="[index, count, previous id, next id] among the versions of its turn "
+        "(regenerated replies, edited messages); null where not worked out."
+    )
+    is_current = serializers.SerializerMethodField(
+        help_text="On the branch shown (and sent to the model); null where not worked out."
+    )
     ttft_ms = serializers.FloatField(read_only=True, allow_null=True)
     tokens_per_second = serializers.FloatField(read_only=True, allow_null=True)
     duration_s = serializers.FloatField(read_only=True, allow_null=True)
@@ -16,6 +24,7 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
         model = Message
         fields = [
             "id",
+            "parent",
             "role",
             "content",
             "status",
@@ -40,8 +49,16 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "cancel_latency_ms",
             "cancelled_by",
             "error",
+            "version",
+            "is_current",
         ]
         read_only_fields = fields
+
+    def get_version(self, message: Message) -> list[int | None] | None:
+        return message.version.as_list() if message.version is not None else None
+
+    def get_is_current(self, message: Message) -> bool | None:
+        return message.is_current
 
 
 class ConversationSerializer(serializers.ModelSerializer[Conversation]):
@@ -73,6 +90,13 @@ class ConversationDetailSerializer(ConversationSerializer):
         "default model.",
     )
     messages = MessageSerializer(many=True, read_only=True)
+    current_message = serializers.IntegerField(
+        source="current_leaf_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The last message of the branch shown; follow `parent` up from it. Messages "
+        "off that branch are other versions of a turn (regenerated, edited).",
+    )
 
     class Meta(ConversationSerializer.Meta):
         fields = [
@@ -81,9 +105,21 @@ class ConversationDetailSerializer(ConversationSerializer):
             "system_prompt",
             "temperature",
             "max_tokens",
+            "current_message",
             "messages",
         ]
         read_only_fields = fields
+
+    def to_representation(self, instance: Conversation) -> dict[str, Any]:
+        # Every version of every turn, each saying where it stands (one pass over the messages
+        # prefetched with the conversation; their instances are the ones serialized below).
+        messages = list(instance.messages.all())
+        on_branch = {m.pk for m in branches.shown(messages, instance.current_leaf_id)}
+        placed = branches.versions(messages) if instance.current_leaf_id is not None else {}
+        for message in messages:
+            message.version = placed.get(message.pk, branches.ONLY_VERSION)
+            message.is_current = message.pk in on_branch
+        return dict(super().to_representation(instance))
 
 
 class ConversationChangeSerializer(serializers.Serializer[dict[str, Any]]):

@@ -70,6 +70,8 @@ class ChatMessage:
 class SamplingParams:
     max_tokens: int = 512
     temperature: float = 0.7
+    # The last message is the assistant's, cut off: write on from its end, not a new reply.
+    continue_final: bool = False
 
 
 @dataclass

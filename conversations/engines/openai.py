@@ -101,6 +101,10 @@ class OpenAIStream(EngineStream):
                 # Servers that know it (vLLM, OpenAI) end with a chunk carrying token counts.
                 "stream_options": {"include_usage": True},
             }
+            if self.params.continue_final:
+                # vLLM's names for "write on from the last (assistant) message"; llama.cpp's
+                # server does so by itself when the last message is the assistant's.
+                body |= {"continue_final_message": True, "add_generation_prompt": False}
             async with client.stream("POST", "chat/completions", json=body) as response:
                 if response.status_code >= 400:
                     await response.aread()

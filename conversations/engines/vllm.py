@@ -89,7 +89,9 @@ class VllmStream(EngineStream):
             if self._failure is not None:
                 raise self._failure
             llm = self._llm
-            prompt_ids = await self.engine.render(self.messages)
+            prompt_ids = await self.engine.render(
+                self.messages, continue_final=self.params.continue_final
+            )
             self.result.prompt_tokens = len(prompt_ids)
             if self.stop_requested:
                 return  # stopped while the prompt was being rendered: vLLM never saw it
@@ -222,13 +224,19 @@ class VllmEngine:
             self._tokenizer = tokenizer
         return self._tokenizer
 
-    async def render(self, messages: list[ChatMessage]) -> list[int]:
-        """The prompt as token ids, through the model's own chat template."""
+    async def render(
+        self, messages: list[ChatMessage], *, continue_final: bool = False
+    ) -> list[int]:
+        """The prompt as token ids, through the model's own chat template; `continue_final`:
+        the last (assistant) message stays open, for the model to write on."""
         tokenizer = await self.tokenizer()
+        options = (
+            {"continue_final_message": True, "add_generation_prompt": False}
+            if continue_final
+            else {"add_generation_prompt": True}
+        )
         text = tokenizer.apply_chat_template(
-            [{"role": m.role, "content": m.content} for m in messages],
-            tokenize=False,
-            add_generation_prompt=True,
+            [{"role": m.role, "content": m.content} for m in messages], tokenize=False, **options
         )
         # The template already wrote the special tokens (BOS and the like) as text.
         return list(tokenizer.encode(text, add_special_tokens=False))

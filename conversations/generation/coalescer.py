@@ -18,12 +18,13 @@ class Frame:
 
 
 class Coalescer:
-    def __init__(self, interval_s: float):
+    def __init__(self, interval_s: float, shown: str = ""):
+        """`shown`: text the tabs already have (a reply continued from there)."""
         self.interval_s = interval_s
-        self._parts: list[str] = []
+        self._parts: list[str] = [shown] if shown else []
         self._unsent: list[str] = []
-        self.length = 0  # characters received from the engine
-        self.sent = 0  # characters handed out in frames; always <= length
+        self.length = len(shown)  # characters of the reply, received from the engine or shown
+        self.sent = len(shown)  # characters handed out in frames; always <= length
         self._last_frame_at = float("-inf")
 
     @property
@@ -41,7 +42,7 @@ class Coalescer:
 
     def frame_due_in(self, now: float) -> float:
         """Seconds until the next frame may go out; 0 when it may go now (or nothing is sent yet)."""
-        if self.sent == 0:
+        if self._last_frame_at == float("-inf"):
             return 0.0
         return max(0.0, self._last_frame_at + self.interval_s - now)
 

@@ -22,9 +22,9 @@ logger = logging.getLogger("chatsite.generation")
 
 
 class Feed:
-    def __init__(self, message_id: int, send: Callable[[Event], Awaitable[None]]):
+    def __init__(self, message_id: int, send: Callable[[Event], Awaitable[None]], shown: str = ""):
         self.message_id = message_id
-        self.text = Coalescer(settings.CHAT_COALESCE_MS / 1000)
+        self.text = Coalescer(settings.CHAT_COALESCE_MS / 1000, shown)
         self._send = send
         self._lock = asyncio.Lock()  # deltas go out in offset order
         self._timer: asyncio.Task[None] | None = None

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from conversations.models import Conversation, Message
 from conversations.protocol import MessagePayload, message_payload
+from conversations.services.branches import version_of
 
 logger = logging.getLogger("chatsite.recovery")
 
@@ -79,7 +80,10 @@ def reply_state(*, conversation: Conversation, message_id: int) -> ReplyState:
 def latest_reply(*, conversation: Conversation) -> Message | None:
     """The conversation's newest reply, after settling any whose process died."""
     replies_mark_interrupted(conversation=conversation)
-    return conversation.messages.filter(role=Message.Role.ASSISTANT).last()
+    latest = conversation.messages.filter(role=Message.Role.ASSISTANT).last()
+    if latest is not None:
+        latest.version = version_of(latest)
+    return latest
 
 
 def mark_interrupted_at_startup() -> None:

@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
 
 from channels.db import database_sync_to_async
@@ -26,13 +27,14 @@ from conversations.generation.recovery import replies_mark_interrupted
 from conversations.generation.runner import Generation, ReplyPlan, running_here
 from conversations.models import Conversation, Message
 from conversations.protocol import Cancel, Started, Sync, message_payload
-from conversations.services import prompt, sessions
+from conversations.services import branches, prompt, sessions
 from conversations.services.errors import (
     ConversationGone,
     DuplicateSend,
     EngineUnavailable,
     ModelUnavailable,
     NothingToCancel,
+    NothingToRedo,
     ReplyInProgress,
     SessionEnded,
 )
@@ -45,17 +47,32 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+@dataclass(frozen=True)
+class Turn:
+    """What a send asks for: a new message (`send`), another version of the last reply
+    (`regenerate`, also Retry after a failure), a new version of one of the user's messages and
+    a reply to it (`edit`), or the last reply carried on from where it was cut off (`continue`).
+    Each starts a reply under the same rules: one at a time per conversation, the same limits."""
+
+    kind: str = "send"
+    content: str = ""  # send, edit
+    message_id: int | None = None  # edit: the user message it is a new version of
+
+
 def reply_create(
     *,
     conversation: Conversation,
-    content: str,
+    content: str = "",
+    turn: Turn | None = None,
     idempotency_key: str = "",
     model_slug: str = "",
     session_key: str | None = None,
     user_id: int | None = None,
 ) -> ReplyPlan:
-    """Save the user's message and a pending reply, or refuse the send.
+    """Save the user's message (if the turn has one) and a pending reply, or refuse the send.
 
+    The new messages continue the branch shown (see services.branches), or start a new one from
+    the message edited or the reply regenerated; the branch they make is the one shown after.
     The reply uses the model `model_slug` (which becomes the conversation's model), or the
     conversation's, and the conversation's system prompt and sampling within that model's bounds.
 
@@ -69,6 +86,7 @@ def reply_create(
     Nothing slow happens under that lock: the prompt (which may load the model's tokenizer) is
     built by the generation once the send is committed.
     """
+    turn = turn or Turn("send", content)
     if user_id is not None and not sessions.session_signs_in(session_key, user_id):
         raise SessionEnded
     choices = (
@@ -92,25 +110,41 @@ def reply_create(
     replies_mark_interrupted(owner_id=conversation.owner_id)
     with transaction.atomic():
         owner = get_user_model().objects.select_for_update().get(pk=conversation.owner_id)
-        if not Conversation.objects.filter(pk=conversation.pk).exists():
-            raise ConversationGone("This conversation has been deleted.")
+        leaf_id = (
+            Conversation.objects.filter(pk=conversation.pk)
+            .values_list("current_leaf_id", flat=True)
+            .first()
+        )
+        if leaf_id is None:
+            if not Conversation.objects.filter(pk=conversation.pk).exists():
+                raise ConversationGone("This conversation has been deleted.")
+            leaf_id = branches.link_as_a_line(conversation.pk)  # messages written as a list
+        place = _place(conversation, turn, leaf_id)
         check_send_allowed(owner, conversation=conversation, idempotency_key=idempotency_key)
-        try:
-            with transaction.atomic():
-                user_message = Message.objects.create(
-                    conversation=conversation,
-                    role=Message.Role.USER,
-                    content=content,
-                    idempotency_key=idempotency_key,
-                )
-        except IntegrityError:
-            raise DuplicateSend("This message was already sent.") from None
+        user_message = None
+        if place.user_parent is not _NO_USER_MESSAGE:
+            try:
+                with transaction.atomic():
+                    user_message = Message.objects.create(
+                        conversation=conversation,
+                        parent_id=place.user_parent,
+                        role=Message.Role.USER,
+                        content=turn.content,
+                        idempotency_key=idempotency_key,
+                    )
+            except IntegrityError:
+                raise DuplicateSend("This message was already sent.") from None
         try:
             with transaction.atomic():
                 reply = Message.objects.create(
                     conversation=conversation,
+                    parent_id=user_message.pk if user_message else place.reply_parent,
                     role=Message.Role.ASSISTANT,
                     status=Message.Status.PENDING,
+                    content=place.prefix,
+                    # A turn without a user message keeps its key on the reply: a double click
+                    # on Regenerate starts one reply.
+                    idempotency_key="" if user_message else idempotency_key,
                     engine=engine.name,
                     model=engine.model,
                     model_slug=spec.slug,
@@ -121,22 +155,37 @@ def reply_create(
                     heartbeat_at=timezone.now(),
                 )
         except IntegrityError:
+            # A turn without a user message put its key on the reply: the same key again is a
+            # repeat (a double click), not a second reply.
+            if (
+                user_message is None
+                and idempotency_key
+                and Message.objects.filter(
+                    conversation=conversation, idempotency_key=idempotency_key
+                ).exists()
+            ):
+                raise DuplicateSend("This was already sent.") from None
             raise ReplyInProgress(
                 "A reply is still being written. Wait for it or press Stop, then send again."
             ) from None
         # Counted here, still under the owner's lock: only a send that nothing refused counts.
         send_accepted(owner)
-        # Conditional: this socket's copy of the conversation may predate a rename in another tab.
-        Conversation.objects.filter(pk=conversation.pk, title="", title_is_custom=False).update(
-            title=" ".join(content.split())[:80]
-        )
-        # The model picked for this send is the conversation's from now on, in every tab.
+        if user_message is not None:
+            # Conditional: this socket's copy may predate a rename in another tab.
+            Conversation.objects.filter(pk=conversation.pk, title="", title_is_custom=False).update(
+                title=" ".join(turn.content.split())[:80]
+            )
+        # The model picked for this send is the conversation's from now on, in every tab, and
+        # the branch the new messages make is the one shown.
         Conversation.objects.filter(pk=conversation.pk).update(
-            updated_at=timezone.now(), model_slug=spec.slug
+            updated_at=timezone.now(), model_slug=spec.slug, current_leaf=reply
         )
         title = Conversation.objects.values_list("title", flat=True).get(pk=conversation.pk)
+        for message in (user_message, reply):
+            if message is not None:
+                message.version = branches.version_of(message)
     # Read after the commit: the owner's row is not held while the history is read.
-    history = prompt.load_history(conversation.id, before=reply.pk)
+    history = prompt.load_history(conversation.id, leaf=reply.parent_id)
     return ReplyPlan(
         conversation_id=conversation.id,
         group=conversation.group_name,
@@ -144,16 +193,58 @@ def reply_create(
         request_id=reply.request_id,
         model=spec,
         settings=used,
+        prefix=place.prefix,
         started=Started(
             message_id=reply.pk,
             conversation_id=str(conversation.id),
             title=title,
-            user_message=message_payload(user_message),
+            user_message=message_payload(user_message) if user_message else None,
             message=message_payload(reply),
             model_loading=engines.load_state(spec) != "ready",
+            after=place.after,
         ),
         history=history,
     )
+
+
+_NO_USER_MESSAGE = -1  # a turn that adds a reply only
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where a turn's messages go in the conversation's tree."""
+
+    user_parent: int | None  # the user message's parent (_NO_USER_MESSAGE: no user message)
+    reply_parent: int | None = None  # without a user message: the reply's parent
+    prefix: str = ""  # continue: the text the new reply starts from
+    after: int | None = None  # the last message the tabs keep showing
+
+    @classmethod
+    def reply_only(cls, parent: int | None, prefix: str = "") -> _Place:
+        return cls(_NO_USER_MESSAGE, reply_parent=parent, prefix=prefix, after=parent)
+
+
+def _place(conversation: Conversation, turn: Turn, leaf_id: int | None) -> _Place:
+    if turn.kind == "send":
+        return _Place(user_parent=leaf_id, after=leaf_id)
+    if turn.kind == "edit":
+        edited = Message.objects.filter(
+            pk=turn.message_id or 0, conversation=conversation, role=Message.Role.USER
+        ).first()
+        if edited is None:
+            raise branches.NotOnThisConversation("There is no such message of yours to edit.")
+        return _Place(user_parent=edited.parent_id, after=edited.parent_id)
+    leaf = Message.objects.filter(pk=leaf_id).first() if leaf_id is not None else None
+    if leaf is None:
+        raise NothingToRedo("There is no reply to do again yet.")
+    if turn.kind == "regenerate":
+        parent = leaf.parent_id if leaf.role == Message.Role.ASSISTANT else leaf.pk
+        return _Place.reply_only(parent)
+    if turn.kind == "continue":
+        if not leaf.can_continue:
+            raise NothingToRedo("Only a reply that was cut off or stopped can be continued.")
+        return _Place.reply_only(leaf.parent_id, prefix=leaf.content)
+    raise ValueError(f"unknown turn {turn.kind!r}")
 
 
 def _available_model(owner: AnyUser, slug: str) -> chat_models.ModelSpec:
@@ -177,7 +268,8 @@ def _available_engine(spec: chat_models.ModelSpec) -> Engine:
 async def reply_start(
     *,
     conversation: Conversation,
-    content: str,
+    content: str = "",
+    turn: Turn | None = None,
     idempotency_key: str = "",
     model_slug: str = "",
     session_key: str | None = None,
@@ -188,6 +280,7 @@ async def reply_start(
         reply_create,
         conversation=conversation,
         content=content,
+        turn=turn,
         idempotency_key=idempotency_key,
         model_slug=model_slug,
         session_key=session_key,

@@ -20,6 +20,7 @@ from conversations.engines.base import StreamResult
 from conversations.generation.recovery import INTERRUPTED_ERROR
 from conversations.models import Conversation, Message
 from conversations.protocol import MessagePayload, message_payload
+from conversations.services.branches import version_of
 
 Status = Message.Status
 ACTIVE = Message.ACTIVE_STATUSES
@@ -158,7 +159,10 @@ def finish(
         )
     Conversation.objects.filter(pk=conversation_id).update(updated_at=timezone.now())
     saved = row.first()
-    return message_payload(saved) if saved is not None else None
+    if saved is None:
+        return None
+    saved.version = version_of(saved)  # the page keeps showing "2/3"
+    return message_payload(saved)
 
 
 def unix_time(moment: float) -> datetime:

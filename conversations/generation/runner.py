@@ -67,6 +67,7 @@ class ReplyPlan:
     settings: ReplySettings  # the conversation's system prompt and sampling, within the model's
     started: Started
     history: list[ChatMessage]  # the conversation before this reply, for its prompt
+    prefix: str = ""  # a continued reply: the text it goes on from (already shown)
 
 
 class Stalled(Exception):
@@ -87,7 +88,7 @@ class Generation:
     def __init__(self, plan: ReplyPlan):
         self.plan = plan
         self.observer = metrics.GenerationObserver(plan.model.backend, plan.request_id)
-        self.feed = Feed(plan.message_id, self.send)
+        self.feed = Feed(plan.message_id, self.send, shown=plan.prefix)
         self.control = Control(self)
         self.stream: EngineStream | None = None
         self.engine_ready_at: datetime | None = None
@@ -145,8 +146,12 @@ class Generation:
                 prompt.fit_to_context, plan.history, engine, plan.settings
             )
             params = SamplingParams(
-                max_tokens=plan.settings.max_tokens, temperature=plan.settings.temperature
+                max_tokens=plan.settings.max_tokens,
+                temperature=plan.settings.temperature,
+                continue_final=bool(plan.prefix),
             )
+            if plan.prefix:  # the model goes on writing the reply it was cut off in
+                messages = [*messages, ChatMessage("assistant", plan.prefix)]
             self.stream = engine.stream(messages, params, request_id=plan.request_id)
             if self.stop_wanted:
                 await self.stream.stop()  # stopped while we were setting up

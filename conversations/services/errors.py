@@ -47,6 +47,12 @@ class ConversationGone(SendRefused):
     code = "conversation_deleted"
 
 
+class NothingToRedo(SendRefused):
+    """Regenerate or Continue with no reply to act on (or one that cannot be continued)."""
+
+    code = "nothing_to_redo"
+
+
 class ModelUnavailable(SendRefused):
     """The model asked for does not exist, is disabled, or is not for this user."""
 

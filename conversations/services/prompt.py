@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import Q
-
 from conversations.chat_models import ReplySettings
 from conversations.engines.base import ChatMessage, Engine
 from conversations.models import Message
+from conversations.services.branches import path_to
 
 # Replies the model actually produced text for are history; failed empty ones are not.
 _HISTORY_STATUSES = (
@@ -19,15 +18,18 @@ _HISTORY_STATUSES = (
 )
 
 
-def load_history(conversation_id: uuid.UUID, *, before: int) -> list[ChatMessage]:
-    """The conversation's messages older than the reply `before` (its own id), oldest first."""
-    messages = Message.objects.filter(conversation_id=conversation_id, pk__lt=before).filter(
-        Q(role=Message.Role.USER)
-        | (Q(role=Message.Role.ASSISTANT, status__in=_HISTORY_STATUSES) & ~Q(content=""))
+def load_history(conversation_id: uuid.UUID, *, leaf: int | None) -> list[ChatMessage]:
+    """The branch of the conversation that ends at message `leaf` (a new reply's parent),
+    oldest first: the versions the user sees, not the ones they browsed away from."""
+    rows = Message.objects.filter(conversation_id=conversation_id).only(
+        "id", "parent_id", "role", "content", "status", "created_at"
     )
+    branch = path_to(leaf, {message.pk: message for message in rows})
     return [
-        ChatMessage(role=role, content=content)
-        for role, content in messages.values_list("role", "content")
+        ChatMessage(role=message.role, content=message.content)
+        for message in branch
+        if message.role == Message.Role.USER
+        or (message.status in _HISTORY_STATUSES and message.content)
     ]
 
 

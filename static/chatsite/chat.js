@@ -225,12 +225,18 @@
       saveDraft();
       window.location.reload();
     });
-    // A start this page already rendered (it loaded between the save and the event): skip it.
+    // A start this page already rendered (it loaded between the save and the event): skip it,
+    // and its branch marker with it (turns.js), which would cut what it already shows. A whole
+    // branch sent again (another version chosen) replaces the list as it is.
     chat.addEventListener("htmx:oobBeforeSwap", function (event) {
       var fragment = event.detail.fragment;
       if (event.detail.target.id !== "messages" || !fragment.querySelectorAll) return;
+      if (fragment.querySelector("template.branch-all")) return;
       fragment.querySelectorAll("article[id^='msg-']").forEach(function (article) {
-        if (document.getElementById(article.id)) article.remove();
+        if (!document.getElementById(article.id)) return;
+        article.remove();
+        var marker = fragment.querySelector("template.branch-start");
+        if (marker) marker.remove();
       });
     });
   }

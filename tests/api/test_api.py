@@ -107,7 +107,11 @@ def test_it_shows_a_conversation_with_its_messages(api: Client, history: Convers
     assert data["id"] == str(history.pk)
     assert data["title"] == "Alice's chat"
     messages = list(history.messages.all())
-    assert data["messages"] == [message_data(m) for m in messages]
+    # Written as a plain list (no branch yet): every message is on the branch shown.
+    assert data["messages"] == [
+        {**message_data(m), "version": [1, 1, None, None], "is_current": True} for m in messages
+    ]
+    assert data["current_message"] is None
     stopped = data["messages"][3]
     assert stopped["status"] == "cancelled"
     assert stopped["cancelled_by"] == "alice"
@@ -133,6 +137,9 @@ def test_it_round_trips_the_json_export(api: Client, history: Conversation) -> N
     for data, row in zip(exported["messages"], rows, strict=True):
         for field in TIMESTAMPS:
             assert parse_time(data.pop(field)) == getattr(row, field), field
+        # Where it stands in the conversation's tree, worked out for the export.
+        assert (data.pop("version"), data.pop("is_current")) == ([1, 1, None, None], True)
+        assert data.pop("parent") == row.parent_id
         for field, value in data.items():
             assert value == getattr(row, field), field
 

@@ -66,7 +66,10 @@ def test_it_exports_every_conversation_as_json_lines(api: Client, history: Conve
     assert next_url(response) is None
     exported = lines(response)
     assert [line["id"] for line in exported] == [str(history.pk), str(other.pk)]  # oldest first
-    assert exported[0]["messages"] == [message_data(m) for m in history.messages.all()]
+    assert exported[0]["messages"] == [
+        {**message_data(m), "version": [1, 1, None, None], "is_current": True}
+        for m in history.messages.all()
+    ]
     assert ids([api.get(reverse("api-export-jsonl"), {"q": "second"})]) == [str(other.pk)]
 
 

@@ -83,6 +83,40 @@ async def test_a_tab_joining_another_process_mid_reply_sees_it_exactly_once(
     assert row.status == Message.Status.COMPLETE and row.content == full_reply(150)
 
 
+async def test_tabs_on_two_processes_agree_on_versions_and_branches(
+    alice: Any, conversation: Any, tmp_path: Path, asgi_server: str
+) -> None:
+    cookie = await database_sync_to_async(session_cookie)(alice)
+    with servers(2, tmp_path, server=asgi_server, CHAT_SCRIPTED_TOKENS=5) as (a, b):
+        async with (
+            open_socket(a, conversation.pk, cookie) as ws_a,
+            open_socket(b, conversation.pk, cookie) as ws_b,
+        ):
+            tab_a, tab_b = LiveSocket(ws_a), LiveSocket(ws_b)
+            await tab_a.send(action="send", content="Hello")
+            first = (await tab_a.receive_until(finished))[-1]["message"]
+            await tab_b.receive_until(finished)
+
+            # A regenerate through process b: the tab on a sees the new version start after
+            # the same question, and end.
+            await tab_b.send(action="regenerate")
+            seen_by_a = await tab_a.receive_until(finished)
+            await tab_b.receive_until(finished)
+            assert seen_by_a[0]["type"] == "message.started"
+            assert seen_by_a[0]["after"] == first["parent"]
+            second = seen_by_a[-1]["message"]
+            assert second["version"] == [2, 2, first["id"], None]
+
+            # A version chosen through process a: both tabs show the same branch.
+            await tab_a.send(action="select", message_id=first["id"])
+            for tab in (tab_a, tab_b):
+                events = await tab.receive_until(lambda e: e["type"] == "conversation.branch")
+                assert [m["id"] for m in events[-1]["messages"]] == [first["parent"], first["id"]]
+
+    await database_sync_to_async(conversation.refresh_from_db)()
+    assert conversation.current_leaf_id == first["id"]
+
+
 async def test_a_killed_process_leaves_its_flushed_text_and_an_interrupted_reply(
     alice: Any, conversation: Any, tmp_path: Path, asgi_server: str
 ) -> None:

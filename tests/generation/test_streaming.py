@@ -13,6 +13,7 @@ from conversations.chat_models import ReplySettings
 from conversations.engines.base import ChatMessage
 from conversations.engines.scripted import scripted_token
 from conversations.models import Conversation, Message
+from conversations.services.branches import link_as_a_line
 from conversations.services.prompt import fit_to_context, load_history
 from tests.support.replies import full_reply, only_reply_of
 from tests.support.sockets import finished, streamed_text
@@ -82,7 +83,9 @@ def test_the_oldest_turns_are_dropped_when_the_history_does_not_fit(
     Message.objects.create(conversation=conversation, role="user", content="the newest question")
     reply = Message.objects.create(conversation=conversation, role="assistant", status="pending")
 
-    history = load_history(conversation.pk, before=reply.pk)
+    link_as_a_line(conversation.pk)  # as the first send on rows written as a list does
+    reply.refresh_from_db()
+    history = load_history(conversation.pk, leaf=reply.parent_id)
     chat = fit_to_context(history, scripted_engine, reply_settings)
     assert chat[0] == ChatMessage("system", "Be brief.")
     assert chat[-1] == ChatMessage("user", "the newest question")
