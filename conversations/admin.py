@@ -24,6 +24,7 @@ from django.utils.safestring import SafeString
 from conversations import chat_models
 from conversations.api import exports
 from conversations.models import ChatModel, Conversation, ConversationQuerySet, Message
+from conversations.services import branches
 
 
 class Stats(TypedDict):
@@ -69,12 +70,34 @@ class MessageInline(ReadOnlyMixin, admin.TabularInline[Message, Conversation]):
     model = Message
     extra = 0
     ordering = ("created_at", "id")
-    fields = ("created_at", "role", "status", "content", "source", "metrics", "audit")
+    fields = ("created_at", "role", "status", "branch", "content", "source", "metrics", "audit")
     readonly_fields = fields
 
     def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         # Messages are part of the conversation: its view permission is the one that counts.
         return can_review(request)
+
+    @admin.display(description="Branch")
+    def branch(self, message: Message) -> str:
+        """Whether its owner sees it, or it is another version of its turn (regenerated,
+        edited, continued); its parent, the message it follows."""
+        version, shown = self._tree(message.conversation).get(message.pk, (None, True))
+        count = (
+            f"version {version.index} of {version.count}, " if version and version.count > 1 else ""
+        )
+        parent = f"; follows #{message.parent_id}" if message.parent_id else ""
+        return f"#{message.pk}: {count}{'shown' if shown else 'not shown'}{parent}"
+
+    def _tree(self, conversation: Conversation) -> dict[int, tuple[Any, bool]]:
+        """Each message's version and whether it is shown, worked out once per conversation
+        (this inline is made anew for each request)."""
+        cache: dict[Any, dict[int, tuple[Any, bool]]] = self.__dict__.setdefault("_trees", {})
+        if conversation.pk not in cache:
+            messages = list(conversation.messages.order_by("created_at", "id"))
+            shown = {m.pk for m in branches.shown(messages, conversation.current_leaf_id)}
+            placed = branches.versions(messages) if conversation.current_leaf_id else {}
+            cache[conversation.pk] = {m.pk: (placed.get(m.pk), m.pk in shown) for m in messages}
+        return cache[conversation.pk]
 
     @admin.display(description="Engine / model / request")
     def source(self, message: Message) -> SafeString:
@@ -222,7 +245,14 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin[Conversation]):
         if fmt in exports.FORMATS:
             one = Conversation.objects.filter(pk=conversation.pk)
             return self._download(one, fmt, str(conversation), many=False)
-        messages = conversation.messages.order_by("created_at", "id")
+        # Every message, in order, each saying where it stands: on the branch its owner sees, or
+        # another version of its turn.
+        messages = list(conversation.messages.order_by("created_at", "id"))
+        shown = {m.pk for m in branches.shown(messages, conversation.current_leaf_id)}
+        placed = branches.versions(messages) if conversation.current_leaf_id else {}
+        for message in messages:
+            message.version = placed.get(message.pk, branches.ONLY_VERSION)
+            message.is_current = message.pk in shown
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,

@@ -328,3 +328,22 @@ def conversation_with_failure(alice: Any) -> Conversation:
         "(ConnectError).",
     )
     return conversation
+
+
+def test_it_shows_which_version_of_a_turn_is_shown(admin_client: Client, alice: Any) -> None:
+    conversation = Conversation.objects.create(owner=alice, title="Two tries")
+    question = Message.objects.create(conversation=conversation, role="user", content="Hi")
+    first = Message.objects.create(
+        conversation=conversation, parent=question, role="assistant", content="First try"
+    )
+    second = Message.objects.create(
+        conversation=conversation, parent=question, role="assistant", content="Second try"
+    )
+    Conversation.objects.filter(pk=conversation.pk).update(current_leaf=second)
+
+    page = admin_client.get(change_url(conversation)).content.decode()
+    assert f"#{first.pk}: version 1 of 2, not shown; follows #{question.pk}" in page
+    assert f"#{second.pk}: version 2 of 2, shown; follows #{question.pk}" in page
+    transcript = admin_client.get(transcript_url(conversation)).content.decode()
+    assert "version 1 of 2 · not shown (another version)" in transcript
+    assert "version 2 of 2 · shown" in transcript
