@@ -174,7 +174,8 @@ if REDIS_URL:
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
-            "KEY_PREFIX": "chatsite",
+            # Several deployments (or test servers) sharing one Redis keep their counts apart.
+            "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "chatsite"),
         }
     }
 else:

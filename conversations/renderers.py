@@ -17,6 +17,7 @@ from django.utils.dateparse import parse_datetime
 
 from conversations.models import Conversation, Message
 from conversations.protocol import MessagePayload, Started
+from conversations.rendering import closed_length
 from conversations.services.branches import Version
 
 JSON_SUBPROTOCOL = "chatsite.v1.json"
@@ -62,7 +63,15 @@ class JsonRenderer:
 
 
 class HtmlRenderer:
+    """A tab's fragments. A reply being written shows its whole blocks rendered and the block
+    being written as text (rendering.streaming_parts): most deltas append to that text, and one
+    that completes a block re-renders the body, so the tab keeps each reply's text so far."""
+
+    def __init__(self) -> None:
+        self._replies: dict[int, _Writing] = {}
+
     def started(self, event: Started) -> str:
+        self._replies[event.message_id] = _Writing(event.message["content"])
         conversation = Conversation(id=event.conversation_id, title=event.title)
         reply = _message(event.message)
         reply.conversation = conversation
@@ -83,14 +92,20 @@ class HtmlRenderer:
         )
 
     def delta(self, message_id: int, offset: int, text: str) -> str:
+        reply = self._replies.setdefault(message_id, _Writing(""))
+        if reply.add(offset, text):
+            return self.snapshot(message_id, reply.text)
         return _rendered_delta(message_id, text)
 
     def snapshot(self, message_id: int, text: str) -> str:
+        self._replies[message_id] = _Writing(text)
         return render_to_string(
             "conversations/events/snapshot.html", {"message_id": message_id, "text": text}
         )
 
     def finished(self, message: MessagePayload | None) -> str:
+        if message is not None:
+            self._replies.pop(message["id"], None)
         reply = _message(message) if message is not None else None
         return render_to_string(
             "conversations/events/finished.html", {"reply": reply, "streaming": False}
@@ -104,6 +119,36 @@ class HtmlRenderer:
         return render_to_string(
             "conversations/events/error.html", {"code": code, "message": message}
         )
+
+
+class _Writing:
+    """A reply's text as one tab was sent it, in pieces (a long reply is not copied whole for
+    every delta), and where its whole blocks end."""
+
+    def __init__(self, text: str) -> None:
+        self.parts = [text]
+        self.length = len(text)
+        self.closed = closed_length(text)
+
+    @property
+    def text(self) -> str:
+        if len(self.parts) > 1:
+            self.parts = ["".join(self.parts)]
+        return self.parts[0]
+
+    def add(self, offset: int, delta: str) -> bool:
+        """Append a delta (from `offset`); True if it completed a block."""
+        if offset != self.length:  # a tab is sent what follows what it has; be safe anyway
+            self.parts = [self.text[:offset]]
+            self.length = offset
+        self.parts.append(delta)
+        self.length += len(delta)
+        # A block ends only at a line break: most deltas, a word or two, cannot end one.
+        if "\n" not in delta:
+            return False
+        closed = closed_length(self.text)
+        completed, self.closed = closed != self.closed, closed
+        return completed
 
 
 @functools.lru_cache(maxsize=512)

@@ -6,6 +6,7 @@ latex2mathml, which browsers lay out natively. Raw HTML in the Markdown is off, 
 comes from these renderers; nh3 then keeps only the tags, attributes and classes they produce.
 """
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -130,3 +131,44 @@ _cleaner = nh3.Cleaner(
 
 def render_markdown(text: str) -> SafeString:
     return mark_safe(_cleaner.clean(_markdown.render(text)))
+
+
+# A fence opens or closes a code block: three or more backticks or tildes, at most three spaces in.
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+
+
+def closed_length(text: str) -> int:
+    """How much of a reply being written is whole blocks: up to its last blank line outside a
+    code block, or the end of its last closed code block. Those blocks are rendered as they will
+    be at the end; the rest is still being written."""
+    closed = 0
+    fence = ""  # the fence of the open code block, if any
+    position = 0
+    for line in text.splitlines(keepends=True):
+        position += len(line)
+        if not line.endswith("\n"):
+            break  # the line being written
+        opener = _FENCE.match(line)
+        if fence:
+            if (
+                opener is not None
+                and opener.group(1)[0] == fence[0]
+                and len(opener.group(1)) >= len(fence)
+                and not line[opener.end() :].strip()
+            ):
+                fence = ""
+                closed = position
+        elif opener:
+            fence = opener.group(1)
+        elif not line.strip():
+            closed = position
+    return closed
+
+
+@functools.lru_cache(maxsize=256)
+def streaming_parts(text: str) -> tuple[SafeString, str]:
+    """A reply being written: its whole blocks rendered as Markdown, as they will be when it
+    ends (so nothing moves then), and the block being written, as text. Cached: every tab of
+    the process shows the same reply."""
+    cut = closed_length(text)
+    return (render_markdown(text[:cut]) if cut else SafeString(""), text[cut:])

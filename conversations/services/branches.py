@@ -135,6 +135,8 @@ def branch_select(*, conversation: Conversation, message_id: int) -> None:
         locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
         if Message.objects.filter(conversation=locked).active().exists():
             raise ReplyInProgress("Wait for the reply to finish, or stop it, to switch versions.")
+        if locked.current_leaf_id is None:
+            link_as_a_line(locked.pk)  # a plain list: its messages follow each other first
         messages = list(Message.objects.filter(conversation=locked))
         chosen = next((m for m in messages if m.pk == message_id), None)
         if chosen is None:

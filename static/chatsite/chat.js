@@ -218,7 +218,7 @@
     var guardKey = "chatsite:reloaded-at";
     // A fragment for a message id this page does not have: it missed that message's start.
     document.body.addEventListener("htmx:oobErrorNoTarget", function (event) {
-      if (!/^#msg-\d+(-body)?$/.test(event.detail.target || "")) return;
+      if (!/^#msg-\d+(-body|-writing)?$/.test(event.detail.target || "")) return;
       var last = Number(sessionStorage.getItem(guardKey) || 0);
       if (Date.now() - last < RELOAD_GUARD_MS) return; // never loop
       sessionStorage.setItem(guardKey, String(Date.now()));

@@ -6,6 +6,9 @@
   "use strict";
 
   var socket = null; // htmx's socket wrapper: it queues frames while the connection is down
+  // Choosing a version re-renders the list: focus goes back to the same control on the version
+  // now shown, not to the top of the page.
+  var refocus = null;
 
   function newKey() {
     return window.crypto && crypto.randomUUID ? crypto.randomUUID() : String(Math.random()).slice(2);
@@ -98,12 +101,25 @@
     chat.addEventListener("htmx:wsOpen", function (event) {
       socket = event.detail.socketWrapper;
     });
-    chat.addEventListener("htmx:wsAfterMessage", function () { applyBranchStarts(messages); });
+    chat.addEventListener("htmx:wsAfterMessage", function () {
+      applyBranchStarts(messages);
+      if (!refocus) return;
+      var shown = document.getElementById("msg-" + refocus.id);
+      if (!shown) return; // not this message's re-render yet
+      var buttons = shown.querySelectorAll(".versions button");
+      var same = shown.querySelector('.versions button[aria-label="' + refocus.label + '"]');
+      var target = same && !same.disabled ? same : Array.prototype.find.call(buttons, function (b) {
+        return !b.disabled;
+      });
+      if (target) target.focus();
+      refocus = null;
+    });
     messages.addEventListener("click", function (event) {
       var button = event.target.closest("button");
       if (!button || button.disabled) return;
       var article = button.closest("article.message");
       if (button.dataset.select) {
+        refocus = { id: button.dataset.select, label: button.getAttribute("aria-label") };
         send({ action: "select", message_id: Number(button.dataset.select) });
       } else if (button.dataset.turn) {
         send({ action: button.dataset.turn, idempotency_key: newKey() });

@@ -223,3 +223,18 @@ async def test_a_double_clicked_regenerate_starts_one_reply(
         lambda: conversation.messages.filter(role="assistant").count()
     )()
     assert replies == 2, "the first reply and one regenerated version"
+
+
+async def test_choosing_a_message_of_a_plain_list_keeps_the_messages_before_it(
+    connect: Any, alice: Any, conversation: Any
+) -> None:
+    rows = [
+        await database_sync_to_async(Message.objects.create)(
+            conversation=conversation, role=role, content=content
+        )
+        for role, content in [("user", "a"), ("assistant", "b"), ("user", "c")]
+    ]
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="select", message_id=rows[1].pk)
+    branch = (await socket.receive_until(lambda e: e["type"] == "conversation.branch"))[-1]
+    assert [m["content"] for m in branch["messages"]] == ["a", "b", "c"], "its newest descendant"

@@ -125,6 +125,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             "ALLOWED_HOSTS": "127.0.0.1",
             "DATABASE_URL": database_url,
             "STATIC_ROOT": str(tmp / "static"),
+            # Its own rate counters: every module's server has a user alice with the same id,
+            # and Redis (shared by all of them) would add up their sends.
+            "CACHE_KEY_PREFIX": f"browser-{uuid.uuid4().hex}",
             "CHAT_ENGINE": "scripted",
             "CHAT_SCRIPTED_TOKENS": str(TOKENS),
             "CHAT_SCRIPTED_DELAY_MS": "30",

@@ -18,7 +18,8 @@ from django.template import Context, Template
 from django.test import Client
 
 from conversations.models import Conversation, Message
-from conversations.rendering import render_markdown
+from conversations.renderers import HtmlRenderer
+from conversations.rendering import closed_length, render_markdown, streaming_parts
 
 PYTHON = "```python\ndef add(a, b):\n    return a + b  # the sum\n```\n"
 TABLE = "| Engine | Tokens/s |\n|:-------|---------:|\n| vLLM | 95.5 |\n| llama.cpp | 31 |\n"
@@ -261,3 +262,54 @@ def test_it_shows_alice_her_reply_highlighted_and_refuses_charlie(
     response = client.get(conversation.get_absolute_url())
     assert response.status_code == 404
     assert "language-python" not in response.content.decode()
+
+
+# -- while a reply is written: whole blocks rendered, the block being written as text ----------
+
+
+@pytest.mark.parametrize(
+    ("text", "closed"),
+    [
+        ("Hello wor", ""),
+        ("Hello world.\n", ""),  # a paragraph goes on until a blank line
+        ("Hello world.\n\nNext", "Hello world.\n\n"),
+        ("```python\nx = 1\n\ny = 2\n", ""),  # a blank line inside code closes nothing
+        ("```python\nx = 1\n```\nAfter", "```python\nx = 1\n```\n"),
+        ("~~~\na\n```\nb\n~~~\n", "~~~\na\n```\nb\n~~~\n"),  # only its own fence closes it
+        ("````\na\n```\n", ""),  # a shorter fence does not close a longer one
+        ("One\n\n```\ncode", "One\n\n"),
+    ],
+)
+def test_a_reply_being_written_is_cut_after_its_last_whole_block(text: str, closed: str) -> None:
+    assert text[: closed_length(text)] == closed
+
+
+def test_the_whole_blocks_are_rendered_as_they_will_stay_and_the_rest_is_text() -> None:
+    text = "Intro\n\n```python\ndef f(): pass\n```\nIt runs in $O(1)$ <b>time"
+    written, writing = streaming_parts(text)
+    assert str(written) == str(render_markdown(text[: closed_length(text)]))
+    assert 'class="language-python"' in written and "It runs" not in written
+    assert writing == "It runs in $O(1)$ <b>time"  # text: the template escapes it
+
+
+def test_a_hostile_reply_being_written_stays_inert() -> None:
+    for text in HOSTILE_STREAMS:
+        written, _ = streaming_parts(text)
+        assert_inert(str(written))
+
+
+HOSTILE_STREAMS = [
+    "<script>alert(1)</script>\n\nmore",
+    "```\n<img src=x onerror=alert(1)>\n```\nafter",
+    "[x](javascript:alert(1))\n\n$\\href{javascript:alert(1)}{x}$",
+]
+
+
+def test_a_tab_re_renders_the_body_only_when_a_block_is_completed() -> None:
+    renderer = HtmlRenderer()
+    renderer.snapshot(7, "Intro")
+    appended = renderer.delta(7, 5, " goes on")
+    assert 'id="msg-7-writing" hx-swap-oob="beforeend"' in appended
+    rewritten = renderer.delta(7, 13, ".\n\nNext")
+    assert 'id="msg-7-body" hx-swap-oob="innerHTML"' in rewritten
+    assert "<p>Intro goes on.</p>" in rewritten and ">Next</div>" in rewritten

@@ -172,7 +172,7 @@ def test_it_shows_a_finished_reply_highlighted_with_its_table_and_math(
     expect(page.locator("#messages .markdown span.k").first).not_to_have_css("color", light)
 
 
-def test_it_highlights_a_streamed_code_block_once_the_reply_is_finished(
+def test_a_streamed_code_block_is_highlighted_as_soon_as_it_is_whole_and_never_moves(
     server: Server, alice: BrowserContext, coder: StreamingCoder
 ) -> None:
     coder.released.clear()
@@ -182,27 +182,25 @@ def test_it_highlights_a_streamed_code_block_once_the_reply_is_finished(
     reply_id = latest_reply_id(page)
     body = page.locator(f"#{reply_id}-body")
 
-    # Streamed: the Markdown as plain text, the fences still in it, nothing highlighted yet.
+    # Streaming: the whole blocks are rendered as they will stay (the code block highlighted),
+    # the paragraph being written is text.
     expect(body).to_have_class("body streaming")
-    expect(body).to_contain_text("```\n\nIt runs in $O(1)$ time.")
-    expect(body.locator("span.k")).to_have_count(0)
+    code = page.locator(f"#{reply_id}-body pre.highlight code.language-python")
+    expect(code.locator("span.k").first).to_have_text("def")
+    expect(page.locator(f"#{reply_id}-writing")).to_contain_text("It runs in $O(1)$ time.")
     page.evaluate("() => { window.notReloaded = true; }")
-    streamed = box(page, f"#{reply_id}-body")
+    before = box(page, f"#{reply_id}-body pre.highlight")
 
     coder.released.set()
     expect(page.locator(f"#{reply_id}")).to_have_attribute("data-status", "complete")
     code = page.locator(f"#{reply_id}-body pre.highlight code.language-python")
-    expect(code.locator("span.k").first).to_have_text("def")
     expect(code.locator("span.nf")).to_have_text("add")
     expect(page.locator(f"#{reply_id}-body math")).to_have_count(1)
     expect(page.locator(f"#{reply_id} .code-toolbar span").first).to_have_text("python")
     assert code.text_content() == CODE
     assert page.evaluate("() => window.notReloaded === true"), "the page was reloaded"
 
-    # How far the reply moves when its text becomes Markdown (issue 13 wants no jump; for now
-    # this is measured, not bounded).
-    rendered = box(page, f"#{reply_id}-body")
-    print(
-        f"render jump: height {streamed['height']:.0f} -> {rendered['height']:.0f} px, "
-        f"top {streamed['y']:.0f} -> {rendered['y']:.0f} px"
-    )
+    # No jump at the end: the block rendered while streaming stays where it was.
+    after = box(page, f"#{reply_id}-body pre.highlight")
+    assert abs(after["y"] - before["y"]) < 1, (before, after)
+    assert abs(after["height"] - before["height"]) < 1, (before, after)
