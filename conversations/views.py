@@ -108,6 +108,7 @@ def _detail_page(
             "streaming": any(m.is_active for m in messages),
             "max_prompt_chars": settings.CHAT_MAX_PROMPT_CHARS,
             "model_choices": choices,
+            "export_formats": [("markdown", "Markdown"), ("json", "JSON"), ("txt", "Text")],
             "current_model": current,
             "settings_form": settings_form,
         },
