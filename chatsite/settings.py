@@ -377,6 +377,8 @@ CHAT_API_DOCS_PUBLIC = env_bool("CHAT_API_DOCS_PUBLIC", default=False)
 # One response of /api/export.jsonl holds about this many bytes of conversations; the rest is
 # one `Link: rel="next"` away. Bounds what a slow reader keeps in the server's memory.
 CHAT_EXPORT_PAGE_BYTES = env_int("CHAT_EXPORT_PAGE_BYTES", 4 * 1024 * 1024, minimum=1024)
+# Share links (/s/<token>/) are readable by anyone with the link unless this asks for a login.
+CHAT_SHARES_REQUIRE_LOGIN = env_bool("CHAT_SHARES_REQUIRE_LOGIN", default=False)
 SPECTACULAR_SETTINGS = {
     "TITLE": "chatsite API",
     "DESCRIPTION": "Read, export and delete your conversations.",

@@ -23,8 +23,15 @@ from django.utils.safestring import SafeString
 
 from conversations import chat_models
 from conversations.api import exports
-from conversations.models import ChatModel, Conversation, ConversationQuerySet, Message
+from conversations.models import (
+    ChatModel,
+    Conversation,
+    ConversationQuerySet,
+    Message,
+    ShareLink,
+)
 from conversations.services import branches
+from conversations.services.shares import share_revoke
 
 
 class Stats(TypedDict):
@@ -330,3 +337,33 @@ class ChatModelAdmin(admin.ModelAdmin[ChatModel]):
     ) -> HttpResponse:
         declared = chat_models.declared_models()
         return super().changelist_view(request, {**(extra_context or {}), "declared": declared})
+
+
+@admin.register(ShareLink)
+class ShareLinkAdmin(admin.ModelAdmin[ShareLink]):
+    """Every share link, read-only; revoking (the action) is the one change allowed."""
+
+    list_display = ("conversation", "created_by", "created_at", "revoked_at")
+    list_filter = (
+        ("revoked_at", admin.EmptyFieldListFilter),
+        ("created_at", admin.DateFieldListFilter),
+    )
+    list_select_related = ("conversation", "created_by")
+    fields = ("conversation", "created_by", "title", "message_count", "created_at", "revoked_at")
+    readonly_fields = fields
+    actions = ("revoke",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # links are made by their owners, who alone see the link once
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False  # revoke instead: the row records that the link existed
+
+    @admin.display(description="Messages")
+    def message_count(self, share: ShareLink) -> int:
+        return share.message_count
+
+    @admin.action(description="Revoke the selected share links", permissions=["change"])
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ShareLink]) -> None:
+        revoked = sum(share_revoke(share=share) for share in queryset)
+        self.message_user(request, f"{revoked} link{'s' if revoked != 1 else ''} revoked.")

@@ -43,6 +43,17 @@ class ConversationQuerySet(models.QuerySet["Conversation"]):
             queryset = queryset.filter(updated_at__lt=until)
         return queryset
 
+    def with_messages_or(self, keep: uuid.UUID | None = None) -> "ConversationQuerySet":
+        """Conversations with at least one message, and `keep` (the one open) even if empty:
+        a conversation opened and left unused does not pile up in the sidebar."""
+        has_messages = models.Exists(Message.objects.filter(conversation=models.OuterRef("pk")))
+        return self.filter(has_messages | Q(pk=keep)) if keep else self.filter(has_messages)
+
+    def empty(self) -> "ConversationQuerySet":
+        return self.exclude(
+            models.Exists(Message.objects.filter(conversation=models.OuterRef("pk")))
+        )
+
     def newest_first(self) -> "ConversationQuerySet":
         # The primary key breaks ties so that pages never repeat or skip a row.
         return self.order_by("-updated_at", "-pk")
@@ -403,3 +414,52 @@ class UserPreferences(models.Model):
 
     def __str__(self) -> str:
         return f"preferences of user {self.user_id}"
+
+
+class ShareLinkQuerySet(models.QuerySet["ShareLink"]):
+    def active(self) -> "ShareLinkQuerySet":
+        return self.filter(revoked_at__isnull=True)
+
+    def owned_by(self, user: AnyUser) -> "ShareLinkQuerySet":
+        """Links to the user's own conversations: the ones they may see and revoke."""
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(conversation__owner=user)
+
+
+class ShareLink(models.Model):
+    """A read-only link to a snapshot of a conversation, as it was when the link was made.
+
+    Only a hash of the link's token is stored; the link itself is shown once, when it is made.
+    The snapshot holds the title and, for each message of the branch shown, only what a reader
+    sees (see services.shares.SNAPSHOT_FIELDS): later messages, other versions, the owner and
+    ids never reach it.
+    """
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="share_links"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="share_links"
+    )
+    token_hash = models.CharField(max_length=64, unique=True)
+    title = models.CharField(max_length=200, blank=True)
+    messages = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ShareLinkQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"share of {self.title or 'New conversation'} ({self.created_at:%Y-%m-%d %H:%M})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    @property
+    def message_count(self) -> int:
+        return len(self.messages)

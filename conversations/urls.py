@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations import views
+from conversations import share_pages, views
 from conversations.api import pages
 
 urlpatterns = [
@@ -27,6 +27,17 @@ urlpatterns = [
         views.conversation_delete_view,
         name="conversation-delete",
     ),
+    path(
+        "conversations/<uuid:conversation_id>/shares/",
+        share_pages.conversation_shares,
+        name="conversation-shares",
+    ),
+    path(
+        "conversations/<uuid:conversation_id>/shares/<int:share_id>/revoke/",
+        share_pages.share_revoke_view,
+        name="conversation-share-revoke",
+    ),
+    path("s/<str:token>/", share_pages.share_view, name="share-view"),
     path("settings/theme/", views.theme_view, name="theme"),
     path("settings/tokens/", pages.api_tokens, name="api-tokens"),
     path(

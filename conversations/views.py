@@ -38,18 +38,39 @@ def conversation_list(request: AuthenticatedHttpRequest) -> HttpResponse:
 def conversation_sidebar_page(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The next page of the sidebar, loaded by its "Older conversations" button (htmx)."""
     page = _sidebar_page(request, request.GET.get("page", 1))
-    return render(request, "conversations/_sidebar_page.html", {"sidebar": page})
+    # The date group the previous page ended in: its heading is not repeated.
+    after_group = request.GET.get("after", "")
+    return render(
+        request,
+        "conversations/_sidebar_page.html",
+        {"sidebar": page, "after_group": after_group},
+    )
 
 
-def _sidebar_page(request: AuthenticatedHttpRequest, number: int | str) -> Page[Conversation]:
+def _sidebar_page(
+    request: AuthenticatedHttpRequest, number: int | str, *, open_id: ConversationId | None = None
+) -> Page[Conversation]:
     # A page at a time: a user with thousands of conversations still gets a small, fast page.
-    conversations = Conversation.objects.visible_to(request.user).newest_first()
+    conversations = (
+        Conversation.objects.visible_to(request.user).with_messages_or(open_id).newest_first()
+    )
     return Paginator(conversations, SIDEBAR_PAGE_SIZE).get_page(number)
 
 
 @login_required
 @require_POST
 def conversation_new(request: AuthenticatedHttpRequest) -> HttpResponse:
+    # An untouched conversation of theirs (no message, no title) is offered again: clicking New
+    # twice makes one, not two.
+    unused = (
+        Conversation.objects.visible_to(request.user)
+        .empty()
+        .filter(title="")
+        .newest_first()
+        .first()
+    )
+    if unused is not None:
+        return redirect(unused)
     try:
         check_create_allowed(request.user)
     except TooManyConversations as refused:
@@ -103,7 +124,7 @@ def _detail_page(
         "conversations/detail.html",
         {
             "conversation": conversation,
-            "sidebar": _sidebar_page(request, 1),
+            "sidebar": _sidebar_page(request, 1, open_id=conversation.pk),
             "messages": messages,
             "streaming": any(m.is_active for m in messages),
             "max_prompt_chars": settings.CHAT_MAX_PROMPT_CHARS,

@@ -2,9 +2,11 @@
 
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from conversations.models import Conversation, Message
+from conversations.models import Conversation, Message, ShareLink
 from conversations.services import branches
 
 
@@ -176,3 +178,34 @@ def message_data(message: Message) -> dict[str, Any]:
     """A message as the socket's JSON protocol, the REST API and the exports show it."""
     # One unbound serializer is reused: building a ModelSerializer's fields is its costly part.
     return dict(_message_serializer.to_representation(message))
+
+
+class ShareLinkSerializer(serializers.ModelSerializer[ShareLink]):
+    """One of a conversation's share links; its URL is shown only when it is created."""
+
+    message_count = serializers.IntegerField(
+        read_only=True, help_text="How many messages its snapshot holds."
+    )
+    is_active = serializers.BooleanField(read_only=True, help_text="Not revoked.")
+
+    class Meta:
+        model = ShareLink
+        fields = ["id", "title", "message_count", "created_at", "revoked_at", "is_active"]
+        read_only_fields = fields
+
+
+class ShareLinkCreatedSerializer(ShareLinkSerializer):
+    """A link just made, with its URL (from the context: the token itself is not stored)."""
+
+    url = serializers.SerializerMethodField(
+        help_text="The absolute link to give readers. Only its hash is stored: it is shown "
+        "this once."
+    )
+
+    class Meta(ShareLinkSerializer.Meta):
+        fields = ["url", *ShareLinkSerializer.Meta.fields]
+        read_only_fields = fields
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_url(self, share: ShareLink) -> str:
+        return str(self.context["url"])

@@ -16,6 +16,16 @@ urlpatterns = [
         views.ConversationExport.as_view(),
         name="api-conversation-export",
     ),
+    path(
+        "conversations/<uuid:conversation_id>/shares/",
+        views.ConversationShares.as_view(),
+        name="api-conversation-shares",
+    ),
+    path(
+        "conversations/<uuid:conversation_id>/shares/<int:share_id>/",
+        views.ConversationShareDetail.as_view(),
+        name="api-conversation-share-detail",
+    ),
     path("models/", views.ModelList.as_view(), name="api-model-list"),
     path("export.jsonl", views.JsonlExport.as_view(), name="api-export-jsonl"),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[DocsAccess]), name="api-schema"),

@@ -1,4 +1,7 @@
+from datetime import datetime, timedelta
+
 from django import template
+from django.utils import timezone
 from django.utils.safestring import SafeString
 
 from conversations.rendering import render_markdown, streaming_parts
@@ -15,3 +18,19 @@ def markdown_filter(text: str) -> SafeString:
 def streaming_parts_filter(text: str) -> tuple[SafeString, str]:
     """(the whole blocks as HTML, the block being written as text) of a reply being written."""
     return streaming_parts(text or "")
+
+
+@register.filter(name="date_group")
+def date_group(moment: datetime) -> str:
+    """The sidebar's heading for a conversation last active at `moment`."""
+    today = timezone.localdate()
+    day = timezone.localdate(moment)
+    if day >= today:
+        return "Today"
+    if day == today - timedelta(days=1):
+        return "Yesterday"
+    if day > today - timedelta(days=7):
+        return "Previous 7 days"
+    if day > today - timedelta(days=30):
+        return "Previous 30 days"
+    return "Older"

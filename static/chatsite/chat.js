@@ -289,6 +289,9 @@
   });
 
   document.addEventListener("DOMContentLoaded", function () {
+    // The open conversation is visible in the sidebar, however far down the list it is.
+    var open = document.querySelector("#conversation-list [aria-current=page]");
+    if (open) open.scrollIntoView({ block: "nearest" });
     var chat = document.querySelector("section.chat[ws-connect]");
     var form = document.getElementById("send-form");
     if (!chat || !form) return;

@@ -362,6 +362,8 @@ def test_it_serves_the_schema_and_docs_without_any_cdn(alice: Any) -> None:
         "/api/conversations/",
         "/api/conversations/{conversation_id}/",
         "/api/conversations/{conversation_id}/export",
+        "/api/conversations/{conversation_id}/shares/",
+        "/api/conversations/{conversation_id}/shares/{share_id}/",
         "/api/export.jsonl",
         "/api/models/",
     }

@@ -67,6 +67,9 @@ def test_it_describes_every_endpoint(schema: Any) -> None:
         ("PATCH", "/api/conversations/{conversation_id}/"),
         ("DELETE", "/api/conversations/{conversation_id}/"),
         ("GET", "/api/conversations/{conversation_id}/export"),
+        ("GET", "/api/conversations/{conversation_id}/shares/"),
+        ("POST", "/api/conversations/{conversation_id}/shares/"),
+        ("DELETE", "/api/conversations/{conversation_id}/shares/{share_id}/"),
         ("GET", "/api/export.jsonl"),
         ("GET", "/api/models/"),
     }

@@ -253,8 +253,16 @@ def test_it_refuses_an_over_long_message_with_its_count_and_keeps_each_draft(
 ) -> None:
     page = open_page(DESKTOP)
     page.goto(server.base + "/")
-    url = new_conversation(page)
     box = page.locator("#message-box")
+    # Another conversation, used (an unused one is offered again by New conversation).
+    other = new_conversation(page)
+    box.fill("an earlier chat")
+    box.press("Enter")
+    expect(page.locator("#messages .message.user")).to_have_count(1)
+    page.keyboard.press("Escape")
+    expect(page.get_by_role("button", name="Stop")).to_be_disabled()
+    url = new_conversation(page)
+    assert url != other
     # A new conversation says which model answers and offers prompts that fill the box.
     expect(page.locator(".empty-chat .model-answering")).not_to_be_empty()
     example = page.locator(".example-prompt").first
@@ -280,7 +288,7 @@ def test_it_refuses_an_over_long_message_with_its_count_and_keeps_each_draft(
     # The draft survives a reload and a visit to another conversation with its own draft.
     page.reload()
     expect(box).to_have_value(long)
-    other = new_conversation(page)
+    page.goto(other)
     expect(box).to_have_value("")
     box.fill("the other draft")
     page.goto(url)
