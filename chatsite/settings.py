@@ -237,6 +237,8 @@ if SESSION_COOKIE_SECURE:
 CHAT_MODELS = env_str("CHAT_MODELS")
 CHAT_ENGINE = env_str("CHAT_ENGINE", "llamacpp")
 CHAT_MODEL_NAME = env_str("CHAT_MODEL_NAME")  # the name users see; empty: from the model file
+# After a conversation's first reply its model writes the title (a short request of its own).
+CHAT_AUTO_TITLES = env_bool("CHAT_AUTO_TITLES", True)
 CHAT_SYSTEM_PROMPT = env_str("CHAT_SYSTEM_PROMPT", "You are a helpful assistant.")
 CHAT_MAX_TOKENS = env_int("CHAT_MAX_TOKENS", 512, minimum=1)
 CHAT_TEMPERATURE = env_float("CHAT_TEMPERATURE", 0.7, minimum=0.0)

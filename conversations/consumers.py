@@ -321,6 +321,10 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         branch = await database_sync_to_async(_branch_payloads)(self.conversation)
         await self._send(self.renderer.branch(branch))
 
+    async def chat_title(self, message: dict[str, Any]) -> None:
+        event = protocol.parse_as(message, protocol.TitleChanged)
+        await self._send(self.renderer.title(self.conversation.pk, event.title))
+
     async def chat_deleted(self, message: dict[str, Any]) -> None:
         """The conversation was deleted (in another tab or through the API): say so, and close."""
         await self._send(

@@ -164,6 +164,15 @@ class BranchChanged(Event):
 
 
 @dataclass(frozen=True)
+class TitleChanged(Event):
+    """The model wrote the conversation's title (after its first reply)."""
+
+    type = "chat.title"
+    message_id: None
+    title: str
+
+
+@dataclass(frozen=True)
 class Ping(Event):
     """Is anyone watching? Tabs showing the reply answer with a Pong to `reply_channel`."""
 
@@ -222,6 +231,7 @@ E = TypeVar("E", bound=Event)
 TO_TABS: tuple[type[Event], ...] = (
     Started,
     BranchChanged,
+    TitleChanged,
     Delta,
     Snapshot,
     Finished,

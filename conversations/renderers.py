@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import uuid
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -26,6 +27,7 @@ JSON_SUBPROTOCOL = "chatsite.v1.json"
 class Renderer(Protocol):
     def started(self, event: Started) -> str: ...
     def branch(self, messages: list[MessagePayload]) -> str: ...
+    def title(self, conversation_id: uuid.UUID, title: str) -> str: ...
     def delta(self, message_id: int, offset: int, text: str) -> str: ...
     def snapshot(self, message_id: int, text: str) -> str: ...
     def finished(self, message: MessagePayload) -> str: ...
@@ -45,6 +47,9 @@ class JsonRenderer:
 
     def branch(self, messages: list[MessagePayload]) -> str:
         return _json(type="conversation.branch", messages=messages)
+
+    def title(self, conversation_id: uuid.UUID, title: str) -> str:
+        return _json(type="conversation.title", title=title)
 
     def delta(self, message_id: int, offset: int, text: str) -> str:
         return _json(type="message.delta", message_id=message_id, offset=offset, text=text)
@@ -90,6 +95,10 @@ class HtmlRenderer:
         return render_to_string(
             "conversations/events/branch.html", {"messages": [_message(m) for m in messages]}
         )
+
+    def title(self, conversation_id: uuid.UUID, title: str) -> str:
+        conversation = Conversation(id=conversation_id, title=title)
+        return render_to_string("conversations/events/title.html", {"c": conversation})
 
     def delta(self, message_id: int, offset: int, text: str) -> str:
         reply = self._replies.setdefault(message_id, _Writing(""))

@@ -68,6 +68,9 @@ class ScriptedStream(EngineStream):
 
     async def _deltas(self) -> AsyncGenerator[str, None]:
         try:
+            fail_on = self.engine.fail_on
+            if fail_on and any(fail_on in m.content for m in self.record.messages):
+                raise EngineError("The scripted engine failed on purpose.")
             total = min(self.engine.tokens, self._max_tokens)
             for index in range(total):
                 if self.engine.fail_after is not None and index == self.engine.fail_after:
@@ -111,6 +114,7 @@ class ScriptedEngine:
         self.tokens = tokens
         self.delay_s = delay_ms / 1000
         self.fail_after: int | None = None
+        self.fail_on: str | None = None  # a request whose prompt holds this text fails at once
         self.load_s = 0.0
         self.records: dict[str, ScriptedRecord] = {}
 

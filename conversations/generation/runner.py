@@ -31,7 +31,7 @@ from conversations.engines.base import (
     EngineStream,
     SamplingParams,
 )
-from conversations.generation import rows
+from conversations.generation import rows, titles
 from conversations.generation.control import Control
 from conversations.generation.feed import Feed
 from conversations.generation.recovery import INTERRUPTED_ERROR
@@ -130,8 +130,23 @@ class Generation:
                 await self._finish(ending)
             except Exception:
                 logger.exception("could not save the reply request_id=%s", self.plan.request_id)
+            else:
+                self._title_after(ending)
             await self.control.leave()
             _running.pop(self.plan.message_id, None)
+
+    def _title_after(self, ending: Ending) -> None:
+        """A first reply complete: its model titles the conversation, now that the reply has
+        gone out whole (see titles)."""
+        plan = self.plan
+        if ending.status == Status.COMPLETE and titles.wanted(plan.history, plan.prefix):
+            titles.start(
+                conversation_id=plan.conversation_id,
+                group=plan.group,
+                model=plan.model,
+                question=plan.history[0].content,
+                reply=self.feed.text.text,
+            )
 
     async def _generate(self) -> Ending:
         plan = self.plan

@@ -126,7 +126,12 @@ def coder() -> Iterator[StreamingCoder]:
 
 
 def box(page: Page, selector: str) -> dict[str, float]:
-    found = page.locator(selector).first.bounding_box()
+    """The element's box. The socket re-renders a finished reply once it connects (its saved
+    state), so the element can be between two renders when asked: ask until it is laid out."""
+    locator = page.locator(selector).first
+    deadline = time.monotonic() + 5
+    while (found := locator.bounding_box()) is None and time.monotonic() < deadline:
+        page.wait_for_timeout(20)
     assert found is not None, f"{selector} is not rendered"
     return found
 
@@ -158,10 +163,11 @@ def test_it_shows_a_finished_reply_highlighted_with_its_table_and_math(
     # Chromium lays MathML out: the formula has a size and its exponent sits above its base.
     math = reply.locator("math")
     expect(math).to_have_count(1)
-    size = box(page, "#messages .markdown math")
+    expect(math).to_be_visible()  # laid out (a bounding box is only there once it is)
+    size = box(page, "#messages .message.assistant .markdown math")
     assert size["width"] > 20 and size["height"] > 10, size
-    base = box(page, "#messages .markdown math msup > mi")
-    exponent = box(page, "#messages .markdown math msup > mrow")
+    base = box(page, "#messages .message.assistant .markdown math msup > mi")
+    exponent = box(page, "#messages .message.assistant .markdown math msup > mrow")
     assert exponent["y"] + exponent["height"] / 2 < base["y"] + base["height"] / 2
 
     # code.css colours the tokens, differently in each theme.

@@ -1,0 +1,135 @@
+"""After a conversation's first reply, its model writes the title: after the reply, never in
+its way, never over a title its owner gave, and the first words stay if it fails."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+
+from conversations.generation import titles
+from conversations.models import Conversation
+from tests.support.replies import full_reply
+from tests.support.sockets import finished
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def titles_on(settings: Any, scripted_engine: Any) -> Any:
+    settings.CHAT_AUTO_TITLES = True
+    scripted_engine.tokens = 5
+    return scripted_engine
+
+
+def title_requests(engine: Any) -> list[Any]:
+    return [r for r in engine.records.values() if r.messages[0].content == titles.INSTRUCTION]
+
+
+async def title_of(conversation: Conversation) -> Conversation:
+    await database_sync_to_async(conversation.refresh_from_db)()
+    return conversation
+
+
+async def test_the_model_titles_the_conversation_after_its_first_reply(
+    connect: Any, alice: Any, conversation: Any, scripted_engine: Any
+) -> None:
+    conversation.title = ""
+    await database_sync_to_async(conversation.save)()
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="How do sockets work in Python?")
+    events = await socket.receive_until(finished)
+    assert events[-1]["message"]["content"] == full_reply(5), "the reply came whole first"
+    assert (await title_of(conversation)).title in {
+        "How do sockets work in Python?",  # the first words, until the model's title lands
+        full_reply(5).strip(),
+    }
+
+    titled = await socket.receive_until(lambda e: e["type"] == "conversation.title")
+    assert titled[-1]["title"] == full_reply(5).strip()  # what the scripted model wrote
+    assert (await title_of(conversation)).title == full_reply(5).strip()
+    (request,) = title_requests(scripted_engine)
+    assert "How do sockets work in Python?" in request.messages[1].content
+    assert full_reply(5) in request.messages[1].content
+    assert request.params.max_tokens == titles.TITLE_TOKENS
+
+    # Only the first reply: the next one asks for no title.
+    await socket.send(action="send", content="And sockets in Go?")
+    await socket.receive_until(finished)
+    assert await socket.nothing_within(0.3)
+    assert len(title_requests(scripted_engine)) == 1
+
+
+async def test_every_tab_shows_the_new_title(connect: Any, alice: Any, conversation: Any) -> None:
+    page, _, _ = await connect(alice, conversation.pk, json_protocol=False)
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="Hello")
+    await socket.receive_until(lambda e: e["type"] == "conversation.title")
+    fragment = ""
+    while 'id="conversation-heading"' not in fragment or "alpha0" not in fragment:
+        fragment = await page.communicator.receive_from(timeout=5)
+    assert 'hx-swap-oob="true"' in fragment and full_reply(5).strip() in fragment
+
+
+async def test_a_title_its_owner_gave_is_kept(
+    connect: Any, alice: Any, conversation: Any, scripted_engine: Any
+) -> None:
+    await database_sync_to_async(
+        lambda: Conversation.objects.filter(pk=conversation.pk).update(
+            title="My own title", title_is_custom=True
+        )
+    )()
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="Hello")
+    await socket.receive_until(finished)
+    for task in list(titles._writing):
+        await task
+    assert (await title_of(conversation)).title == "My own title"
+    assert await socket.nothing_within(0.3), "no title event"
+
+
+async def test_a_failing_title_request_leaves_the_first_words(
+    connect: Any, alice: Any, scripted_engine: Any
+) -> None:
+    scripted_engine.fail_on = titles.INSTRUCTION
+    conversation = await database_sync_to_async(Conversation.objects.create)(owner=alice)
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="Plan a weekend in Lisbon")
+    events = await socket.receive_until(finished)
+    assert events[-1]["message"]["status"] == "complete", "the reply is not touched"
+    for task in list(titles._writing):
+        await task
+    assert (await title_of(conversation)).title == "Plan a weekend in Lisbon"
+    assert len(title_requests(scripted_engine)) == 1
+
+
+async def test_a_deleted_conversation_gets_no_title(alice: Any, scripted_engine: Any) -> None:
+    conversation = await database_sync_to_async(Conversation.objects.create)(owner=alice)
+    conversation_id, group = conversation.id, conversation.group_name
+    await database_sync_to_async(conversation.delete)()
+    saved = await titles.write_title(conversation_id, group, _spec(), "Hello", "Hi there")
+    assert saved is None
+    assert not await database_sync_to_async(
+        Conversation.objects.filter(pk=conversation_id).exists
+    )()
+
+
+def _spec() -> Any:
+    from conversations.chat_models import declared_models
+
+    return declared_models()[0]
+
+
+@pytest.mark.parametrize(
+    ("answer", "title"),
+    [
+        ('"Sockets in Python."', "Sockets in Python"),
+        ("Title: Weekend in Lisbon\nMore text", "Weekend in Lisbon"),
+        ("\n\n  **Binary search**  ", "Binary search"),
+        ("x" * 200, "x" * 80),
+        ("   ", ""),
+    ],
+)
+def test_the_answer_is_cleaned_into_a_title(answer: str, title: str) -> None:
+    assert titles.clean(answer) == title
