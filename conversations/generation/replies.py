@@ -181,9 +181,12 @@ def reply_create(
             updated_at=timezone.now(), model_slug=spec.slug, current_leaf=reply
         )
         title = Conversation.objects.values_list("title", flat=True).get(pk=conversation.pk)
-        for message in (user_message, reply):
-            if message is not None:
-                message.version = branches.version_of(message)
+        if user_message is not None:
+            user_message.version = branches.version_of(user_message)
+            # The only reply to a message made a moment ago: no query needed.
+            reply.version = branches.ONLY_VERSION
+        else:
+            reply.version = branches.version_of(reply)
     # Read after the commit: the owner's row is not held while the history is read.
     history = prompt.load_history(conversation.id, leaf=reply.parent_id)
     return ReplyPlan(
