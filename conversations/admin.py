@@ -100,10 +100,11 @@ class MessageInline(ReadOnlyMixin, admin.TabularInline[Message, Conversation]):
         (this inline is made anew for each request)."""
         cache: dict[Any, dict[int, tuple[Any, bool]]] = self.__dict__.setdefault("_trees", {})
         if conversation.pk not in cache:
-            messages = list(conversation.messages.order_by("created_at", "id"))
-            shown = {m.pk for m in branches.shown(messages, conversation.current_leaf_id)}
-            placed = branches.versions(messages) if conversation.current_leaf_id else {}
-            cache[conversation.pk] = {m.pk: (placed.get(m.pk), m.pk in shown) for m in messages}
+            messages = branches.place_all(
+                list(conversation.messages.order_by("created_at", "id")),
+                conversation.current_leaf_id,
+            )
+            cache[conversation.pk] = {m.pk: (m.version, bool(m.is_current)) for m in messages}
         return cache[conversation.pk]
 
     @admin.display(description="Engine / model / request")
@@ -254,12 +255,9 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin[Conversation]):
             return self._download(one, fmt, str(conversation), many=False)
         # Every message, in order, each saying where it stands: on the branch its owner sees, or
         # another version of its turn.
-        messages = list(conversation.messages.order_by("created_at", "id"))
-        shown = {m.pk for m in branches.shown(messages, conversation.current_leaf_id)}
-        placed = branches.versions(messages) if conversation.current_leaf_id else {}
-        for message in messages:
-            message.version = placed.get(message.pk, branches.ONLY_VERSION)
-            message.is_current = message.pk in shown
+        messages = branches.place_all(
+            list(conversation.messages.order_by("created_at", "id")), conversation.current_leaf_id
+        )
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,

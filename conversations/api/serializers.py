@@ -115,12 +115,7 @@ class ConversationDetailSerializer(ConversationSerializer):
     def to_representation(self, instance: Conversation) -> dict[str, Any]:
         # Every version of every turn, each saying where it stands (one pass over the messages
         # prefetched with the conversation; their instances are the ones serialized below).
-        messages = list(instance.messages.all())
-        on_branch = {m.pk for m in branches.shown(messages, instance.current_leaf_id)}
-        placed = branches.versions(messages) if instance.current_leaf_id is not None else {}
-        for message in messages:
-            message.version = placed.get(message.pk, branches.ONLY_VERSION)
-            message.is_current = message.pk in on_branch
+        branches.place_all(list(instance.messages.all()), instance.current_leaf_id)
         return dict(super().to_representation(instance))
 
 

@@ -89,6 +89,17 @@ def shown(messages: list[Message], leaf_id: int | None) -> list[Message]:
     return branch
 
 
+def place_all(messages: list[Message], leaf_id: int | None) -> list[Message]:
+    """Every message of a conversation (in order), each with its `version` and `is_current`:
+    for what shows all versions (the JSON exports, the admin)."""
+    on_branch = {m.pk for m in shown(messages, leaf_id)}
+    placed = versions(messages) if leaf_id is not None else {}
+    for message in messages:
+        message.version = placed.get(message.pk, ONLY_VERSION)
+        message.is_current = message.pk in on_branch
+    return messages
+
+
 def visible_branch(conversation: Conversation) -> list[Message]:
     """The branch shown, each message with its `version` (one query for all the messages)."""
     messages = list(Message.objects.filter(conversation=conversation).order_by("created_at", "id"))
