@@ -144,6 +144,11 @@ class ChatModel(models.Model):
 
 
 class Conversation(models.Model):
+    class Origin(models.TextChoices):
+        CHAT = "chat"
+        API = "api", "API"
+        IMPORT = "import"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
@@ -163,6 +168,14 @@ class Conversation(models.Model):
     current_leaf = models.ForeignKey(
         "Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Where it came from: the chat page, the OpenAI-compatible gateway, or an import. For an
+    # import, created_at and updated_at (and its messages' created_at) keep the source's times.
+    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.CHAT)
+    # The gateway client's User-Agent, or the import's format ("chatgpt", "claude", "chatsite").
+    origin_detail = models.CharField(max_length=300, blank=True)
+    # The conversation's id in the source it was imported from: importing it again skips it.
+    external_id = models.CharField(max_length=200, blank=True)
+    imported_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -171,6 +184,13 @@ class Conversation(models.Model):
     class Meta:
         ordering = ["-updated_at"]
         indexes = [models.Index(fields=["owner", "-updated_at"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "origin_detail", "external_id"],
+                condition=~Q(external_id=""),
+                name="one_import_per_source_conversation",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.title or "New conversation"
