@@ -3,8 +3,10 @@
 Until then (and whenever this fails) the title is the first words of the first message, set by
 the send. The request is a small one of its own, started after the reply's final event went
 out, so it never delays or slows the reply; its answer replaces the title only while nobody has
-renamed the conversation (a conditional UPDATE), and a conversation deleted meanwhile simply
-matches no row. Every tab of the conversation is told the new title.
+renamed the conversation (a conditional UPDATE). Deleting the conversation stops the request in the
+engine, in whichever process it runs: the title writer listens on the conversation's generation
+group for the Stop that services.conversations.conversation_delete sends there. Every tab of the
+conversation is told the new title.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import asyncio
 import logging
 import re
 import uuid
-from contextlib import aclosing
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing, asynccontextmanager, suppress
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -24,7 +27,7 @@ from conversations.chat_models import ModelSpec
 from conversations.engines import get_engine
 from conversations.engines.base import ChatMessage, SamplingParams
 from conversations.models import Conversation
-from conversations.protocol import TitleChanged
+from conversations.protocol import Cancel, TitleChanged
 
 logger = logging.getLogger("chatsite.generation")
 
@@ -62,10 +65,12 @@ async def write_title(
     """Ask the model for a title and save it; the title saved, or None (logged) if not."""
     try:
         async with asyncio.timeout(TITLE_TIMEOUT_S):
-            text = await _ask(model, question, reply)
+            text = await _ask(conversation_id, group, model, question, reply)
     except Exception as exc:
         logger.warning("no title written for conversation %s: %r", conversation_id, exc)
         return None
+    if text is None:
+        return None  # the conversation was deleted: its request was stopped
     title = clean(text)
     if not title:
         return None
@@ -75,13 +80,74 @@ async def write_title(
     return title
 
 
-async def _ask(model: ModelSpec, question: str, reply: str) -> str:
+async def _ask(
+    conversation_id: uuid.UUID, group: str, model: ModelSpec, question: str, reply: str
+) -> str | None:
+    """The model's answer; None if the conversation was deleted first (the request stopped)."""
     conversation = f"User: {question[:EXCERPT_CHARS]}\n\nAssistant: {reply[:EXCERPT_CHARS]}"
     messages = [ChatMessage("system", INSTRUCTION), ChatMessage("user", conversation)]
     params = SamplingParams(max_tokens=TITLE_TOKENS, temperature=0.2)
     stream = get_engine(model).stream(messages, params, request_id=f"title-{uuid.uuid4().hex}")
-    async with aclosing(aiter(stream)) as deltas:
-        return "".join([delta async for delta in deltas])
+    async with _deletion(conversation_id, group) as deleted:
+        stopper = asyncio.create_task(_stop_when(deleted, stream.stop))
+        try:
+            async with aclosing(aiter(stream)) as deltas:
+                text = "".join([delta async for delta in deltas])
+        finally:
+            stopper.cancel()
+            with suppress(asyncio.CancelledError):
+                await stopper
+    return None if deleted.is_set() else text
+
+
+async def _stop_when(deleted: asyncio.Event, stop: Callable[[], Awaitable[object]]) -> None:
+    await deleted.wait()
+    await stop()
+
+
+@asynccontextmanager
+async def _deletion(conversation_id: uuid.UUID, group: str) -> AsyncIterator[asyncio.Event]:
+    """An event set when the conversation is deleted, while the block runs.
+
+    The conversation's generation group gets a Stop for "whichever reply runs" (message_id None)
+    only from a deletion; a Stop for one reply names it. Without a channel layer (Redis away)
+    there is no watch: the request is only 16 tokens, and its title then matches no row.
+    """
+    deleted = asyncio.Event()
+    layer = broadcast.layer()
+    name = broadcast.generation_group(group)
+    try:
+        channel = await layer.new_channel()
+        await layer.group_add(name, channel)
+    except Exception:
+        logger.warning("titles cannot watch for deletion: the channel layer is unavailable")
+        yield deleted
+        return
+
+    async def watch() -> None:
+        # Deleted before we joined: the Stop has gone already; the row tells.
+        if not await database_sync_to_async(_exists)(conversation_id):
+            deleted.set()
+            return
+        while True:
+            message = await layer.receive(channel)
+            if message.get("type") == Cancel.type and message.get("message_id") is None:
+                deleted.set()
+                return
+
+    watcher = asyncio.create_task(watch())
+    try:
+        yield deleted
+    finally:
+        watcher.cancel()
+        with suppress(Exception, asyncio.CancelledError):
+            await watcher
+        with suppress(Exception):
+            await layer.group_discard(name, channel)
+
+
+def _exists(conversation_id: uuid.UUID) -> bool:
+    return Conversation.objects.filter(pk=conversation_id).exists()
 
 
 def clean(text: str) -> str:

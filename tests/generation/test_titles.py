@@ -3,6 +3,7 @@ its way, never over a title its owner gave, and the first words stay if it fails
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from channels.db import database_sync_to_async
 
 from conversations.generation import titles
 from conversations.models import Conversation
+from conversations.services.conversations import conversation_delete
 from tests.support.replies import full_reply
 from tests.support.sockets import finished
 
@@ -113,6 +115,26 @@ async def test_a_deleted_conversation_gets_no_title(alice: Any, scripted_engine:
     assert not await database_sync_to_async(
         Conversation.objects.filter(pk=conversation_id).exists
     )()
+
+
+async def test_deleting_the_conversation_stops_its_title_request_in_the_engine(
+    alice: Any, scripted_engine: Any
+) -> None:
+    scripted_engine.tokens = titles.TITLE_TOKENS
+    scripted_engine.delay_s = 0.2  # a title request that would take seconds
+    conversation = await database_sync_to_async(Conversation.objects.create)(owner=alice)
+    writing = asyncio.create_task(
+        titles.write_title(conversation.id, conversation.group_name, _spec(), "Hello", "Hi")
+    )
+    while not any(r.emitted for r in title_requests(scripted_engine)):  # noqa: ASYNC110 - its progress
+        await asyncio.sleep(0.01)
+
+    await database_sync_to_async(conversation_delete)(conversation=conversation)
+
+    assert await asyncio.wait_for(writing, 5) is None
+    (request,) = title_requests(scripted_engine)
+    assert request.stop_requested_at is not None, "the engine was told to stop"
+    assert request.finished and request.emitted < titles.TITLE_TOKENS
 
 
 def _spec() -> Any:
