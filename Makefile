@@ -11,7 +11,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/chatsite
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: install install-dev run test test-services test-defaults test-vllm lint bench
+.PHONY: install install-dev run test test-services test-defaults test-vllm lint bench bench-search
 
 # `make run` needs the runtime packages only (prebuilt wheels: about a minute on a fresh clone);
 # tests, lint and the bench add the dev extra, which compiles llama-cpp-python (about ten minutes).
@@ -68,3 +68,8 @@ lint: install-dev
 # bench/results/quick/. BENCH_ARGS="--mode full" for the ten-minute run; see `$(PY) -m bench --help`.
 bench: install-dev
 	$(PY) -m bench $(BENCH_ARGS)
+
+# Search over one user's 10,000 conversations and 200,000 messages on PostgreSQL (database
+# chatsite_search_bench, seeded once, about a minute); see `$(PY) -m bench.search --help`.
+bench-search: install-dev
+	$(PY) -m bench.search $(BENCH_ARGS)

@@ -181,13 +181,17 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin[Conversation]):
         ("owner", admin.RelatedOnlyFieldListFilter),
         AnyMessageStatusFilter,
         EngineFilter,
+        "origin",  # the chat page, the API gateway (origin_detail: its client), an import
         ("created_at", admin.DateFieldListFilter),
     )
     list_select_related = ("owner",)
     date_hierarchy = "created_at"
-    # The search itself is ConversationQuerySet.search (titles and message text), see below.
+    # The search itself is the page's and the API's (conversations.search), see below.
     search_fields = ("title",)
-    search_help_text = "Searches titles and message text."
+    search_help_text = (
+        "Searches titles and message text: whole words, the last one also as the start of a "
+        'word, "a phrase", -without (on PostgreSQL; any part of the text on SQLite).'
+    )
     fields = (
         "id",
         "owner",

@@ -22,15 +22,11 @@ class ConversationQuerySet(models.QuerySet["Conversation"]):
         return self.filter(owner=user)
 
     def search(self, text: str) -> "ConversationQuerySet":
-        """Conversations whose title or any message contains the text (case-insensitive)."""
-        text = text.strip()
-        if not text:
-            return self
-        # Exists rather than a join: a join repeats a conversation once per matching message.
-        in_messages = Message.objects.filter(
-            conversation=models.OuterRef("pk"), content__icontains=text
-        )
-        return self.filter(Q(title__icontains=text) | models.Exists(in_messages))
+        """Conversations whose title or any message matches the text, in this queryset's order:
+        full-text on PostgreSQL, contains elsewhere (conversations.search, as the page's)."""
+        from conversations import search
+
+        return search.filter_matching(self, text)
 
     def in_range(
         self, since: datetime | None = None, until: datetime | None = None

@@ -1,12 +1,18 @@
 from django.urls import path
 
-from conversations import share_pages, views
+from conversations import search_views, share_pages, views
 from conversations.api import pages
 
 urlpatterns = [
     path("", views.conversation_list, name="conversation-list"),
     path("conversations/new/", views.conversation_new, name="conversation-new"),
     path("conversations/sidebar/", views.conversation_sidebar_page, name="conversation-sidebar"),
+    path("conversations/search/", search_views.conversation_search, name="conversation-search"),
+    path(
+        "conversations/search/messages/<int:message_id>/",
+        search_views.search_show_message,
+        name="search-show-message",
+    ),
     path(
         "conversations/<uuid:conversation_id>/",
         views.conversation_detail,
