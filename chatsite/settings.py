@@ -381,6 +381,17 @@ CHAT_API_DOCS_PUBLIC = env_bool("CHAT_API_DOCS_PUBLIC", default=False)
 CHAT_EXPORT_PAGE_BYTES = env_int("CHAT_EXPORT_PAGE_BYTES", 4 * 1024 * 1024, minimum=1024)
 # Share links (/s/<token>/) are readable by anyone with the link unless this asks for a login.
 CHAT_SHARES_REQUIRE_LOGIN = env_bool("CHAT_SHARES_REQUIRE_LOGIN", default=False)
+# Imports (the settings page, /api/imports/, manage.py import_history): the largest file taken,
+# also what a zip's conversations file may inflate to; the JSON of one conversation (read into
+# memory one at a time); conversations in one import; messages in one conversation; characters
+# in one message. Uploads over 2.5 MB go to a temporary file (FILE_UPLOAD_MAX_MEMORY_SIZE).
+CHAT_IMPORT_MAX_BYTES = env_int("CHAT_IMPORT_MAX_BYTES", 512 * 1024 * 1024, minimum=1024)
+CHAT_IMPORT_MAX_CONVERSATION_BYTES = env_int(
+    "CHAT_IMPORT_MAX_CONVERSATION_BYTES", 64 * 1024 * 1024, minimum=1024
+)
+CHAT_IMPORT_MAX_CONVERSATIONS = env_int("CHAT_IMPORT_MAX_CONVERSATIONS", 50_000, minimum=1)
+CHAT_IMPORT_MAX_MESSAGES = env_int("CHAT_IMPORT_MAX_MESSAGES", 10_000, minimum=1)
+CHAT_IMPORT_MAX_MESSAGE_CHARS = env_int("CHAT_IMPORT_MAX_MESSAGE_CHARS", 1_000_000, minimum=1)
 SPECTACULAR_SETTINGS = {
     "TITLE": "chatsite API",
     "DESCRIPTION": "Read, export and delete your conversations.",

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations import search_views, share_pages, views
+from conversations import import_pages, search_views, share_pages, views
 from conversations.api import pages
 
 urlpatterns = [
@@ -46,6 +46,7 @@ urlpatterns = [
     path("s/<str:token>/", share_pages.share_view, name="share-view"),
     path("settings/theme/", views.theme_view, name="theme"),
     path("settings/tokens/", pages.api_tokens, name="api-tokens"),
+    path("settings/import/", import_pages.import_view, name="import"),
     path(
         "settings/tokens/<int:token_id>/revoke/",
         pages.api_token_revoke_view,

@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from conversations.api import views
+from conversations.api import imports, views
 from conversations.api.permissions import DocsAccess
 
 urlpatterns = [
@@ -28,6 +28,7 @@ urlpatterns = [
     ),
     path("models/", views.ModelList.as_view(), name="api-model-list"),
     path("export.jsonl", views.JsonlExport.as_view(), name="api-export-jsonl"),
+    path("imports/", imports.ImportCreate.as_view(), name="api-import"),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[DocsAccess]), name="api-schema"),
     path(
         "docs/",

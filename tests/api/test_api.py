@@ -365,6 +365,7 @@ def test_it_serves_the_schema_and_docs_without_any_cdn(alice: Any) -> None:
         "/api/conversations/{conversation_id}/shares/",
         "/api/conversations/{conversation_id}/shares/{share_id}/",
         "/api/export.jsonl",
+        "/api/imports/",
         "/api/models/",
     }
 

@@ -1,0 +1,128 @@
+"""ChatGPT's data export: conversations.json (inside the export's zip), a list of conversations.
+
+Each conversation is a tree, `mapping`: node id -> {message, parent, children}. The root node has
+no message; a message has author.role (system, user, assistant, tool), content (content_type and
+`parts`, or `text`), create_time (seconds since the epoch, or null) and metadata. `current_node`
+is the last node of the branch the user saw. Every branch is kept: an edited question or a
+regenerated answer becomes another version of its turn.
+
+What is not kept, counted in the report: tool messages and the assistant's calls to tools
+(`recipient` other than "all"), hidden nodes (custom instructions, reasoning), messages with no
+text (an image alone). The first visible system message becomes the conversation's system prompt.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conversations.imports.source import (
+    LEFT_OUT_EMPTY,
+    LEFT_OUT_HIDDEN,
+    LEFT_OUT_ROLE,
+    LEFT_OUT_SYSTEM,
+    LEFT_OUT_TOOL,
+    SourceConversation,
+    SourceMessage,
+    as_object,
+    key_of,
+    text_of,
+    time_of,
+)
+from conversations.imports.trees import arrange
+
+NAME = "chatgpt"
+LABEL = "ChatGPT"
+# Content that ChatGPT keeps in the tree but does not show as a message.
+HIDDEN_CONTENT = {"thoughts", "reasoning_recap", "user_editable_context", "model_editable_context"}
+
+
+def looks_like(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("mapping"), dict)
+
+
+def parse(value: Any) -> SourceConversation:
+    raw = as_object(value, "The conversation")
+    mapping = as_object(raw.get("mapping"), "Its `mapping`")
+    created_at = time_of(raw.get("create_time"), "Its `create_time`")
+    conversation = SourceConversation(
+        external_id=_external_id(raw),
+        title=text_of(raw.get("title"), "Its title"),
+        created_at=created_at,
+        updated_at=time_of(raw.get("update_time"), "Its `update_time`"),
+        messages=[],
+    )
+    parents: dict[str, str | None] = {}
+    for node_key, node in mapping.items():
+        node = as_object(node, "A node of its mapping")
+        parent = node.get("parent")
+        parents[node_key] = None if parent is None else key_of(parent, "A node's parent")
+        message = node.get("message")
+        if message is None:  # the tree's root: nothing to show, nothing lost
+            continue
+        kept = _message(node_key, parents[node_key], as_object(message, "A node's message"))
+        if isinstance(kept, str):
+            if kept:
+                conversation.left_out[kept] += 1
+        elif kept.role == "system":
+            if conversation.system_prompt is None:
+                conversation.system_prompt = kept.content
+            else:
+                conversation.left_out[LEFT_OUT_SYSTEM] += 1
+        else:
+            conversation.messages.append(kept)
+    current = raw.get("current_node")
+    conversation.messages, conversation.current_key = arrange(
+        conversation.messages,
+        parents,
+        current if isinstance(current, str) else None,
+        fallback_time=created_at,
+    )
+    return conversation
+
+
+def _external_id(raw: dict[str, Any]) -> str:
+    found = raw.get("conversation_id") or raw.get("id")
+    return "" if found is None else key_of(found, "Its id")
+
+
+def _message(key: str, parent: str | None, message: dict[str, Any]) -> SourceMessage | str:
+    """The message to keep (a system one becomes the prompt), or why it is left out ("" when
+    nothing is lost: an empty system message ChatGPT adds to every conversation)."""
+    author = message.get("author")
+    role = author.get("role") if isinstance(author, dict) else None
+    content = message.get("content")
+    content = content if isinstance(content, dict) else {}
+    metadata = message.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    text = _text(content).strip()
+    if role == "tool" or message.get("recipient", "all") not in ("all", None):
+        return LEFT_OUT_TOOL
+    if role not in ("system", "user", "assistant"):
+        return LEFT_OUT_ROLE
+    if not text:
+        return "" if role == "system" else LEFT_OUT_EMPTY
+    if (
+        content.get("content_type") in HIDDEN_CONTENT
+        or metadata.get("is_visually_hidden_from_conversation")
+        or metadata.get("is_user_system_message")
+    ):
+        return LEFT_OUT_HIDDEN
+    model = metadata.get("model_slug")
+    return SourceMessage(
+        key=key,
+        parent_key=parent,
+        role=role,
+        content=text,
+        created_at=time_of(message.get("create_time"), "A message's `create_time`"),
+        fields={"model": model[:200]} if role == "assistant" and isinstance(model, str) else {},
+    )
+
+
+def _text(content: dict[str, Any]) -> str:
+    """The text of a message's content: its string parts (images and files are objects)."""
+    parts = content.get("parts")
+    if isinstance(parts, list):
+        return "\n\n".join(
+            text_of(part, "A message's text") for part in parts if isinstance(part, str)
+        )
+    return text_of(content.get("text"), "A message's text") if "text" in content else ""

@@ -1,0 +1,131 @@
+"""Open WebUI's chat export (Settings > Chats > Export): a JSON list of chats.
+
+Each chat is {id, title, created_at, updated_at (seconds since the epoch), chat: {title, params,
+history: {messages: id -> {id, parentId, childrenIds, role, content, timestamp, model},
+currentId}, messages: [...]}}. `history` is the tree, with every version of every turn, and
+`currentId` the end of the branch shown; older exports have only the list `chat.messages`,
+which is then taken as one branch.
+
+A system message becomes the conversation's system prompt (so does `params.system`); messages
+with no text are left out and counted.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from conversations.imports.source import (
+    LEFT_OUT_EMPTY,
+    LEFT_OUT_ROLE,
+    LEFT_OUT_SYSTEM,
+    SourceConversation,
+    SourceMessage,
+    as_list,
+    as_object,
+    key_of,
+    text_of,
+    time_of,
+)
+from conversations.imports.trees import arrange
+
+NAME = "openwebui"
+LABEL = "Open WebUI"
+# Open WebUI writes seconds in most places and milliseconds in some (chat.timestamp).
+MILLISECONDS_FROM = 100_000_000_000
+
+
+def looks_like(value: Any) -> bool:
+    if not isinstance(value, dict) or not isinstance(value.get("chat"), dict):
+        return False
+    chat = value["chat"]
+    return isinstance(chat.get("history"), dict) or isinstance(chat.get("messages"), list)
+
+
+def _when(value: Any, what: str) -> datetime | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return time_of(value, what, milliseconds=value >= MILLISECONDS_FROM)
+    return time_of(value, what)
+
+
+def parse(value: Any) -> SourceConversation:
+    raw = as_object(value, "The chat")
+    chat = as_object(raw.get("chat"), "Its `chat`")
+    created_at = _when(raw.get("created_at", chat.get("timestamp")), "Its `created_at`")
+    conversation = SourceConversation(
+        external_id=key_of(raw.get("id"), "Its `id`"),
+        title=text_of(raw.get("title") or chat.get("title"), "Its title"),
+        created_at=created_at,
+        updated_at=_when(raw.get("updated_at"), "Its `updated_at`"),
+        messages=[],
+    )
+    params = chat.get("params")
+    if isinstance(params, dict) and isinstance(params.get("system"), str) and params["system"]:
+        conversation.system_prompt = text_of(params["system"], "Its system prompt").strip()
+    history = chat.get("history")
+    if isinstance(history, dict) and isinstance(history.get("messages"), dict):
+        nodes = [(key, as_object(node, "A message")) for key, node in history["messages"].items()]
+        current = history.get("currentId")
+        linear = False
+    else:
+        items = as_list(chat.get("messages"), "Its `chat.messages`")
+        nodes = [
+            (str(as_object(node, "A message").get("id", i)), node) for i, node in enumerate(items)
+        ]
+        current = None
+        linear = True
+    parents: dict[str, str | None] = {}
+    previous: str | None = None
+    for node_key, node in nodes:
+        key = key_of(node_key, "A message's id")
+        if linear:
+            parent = previous
+        else:
+            stated = node.get("parentId")
+            parent = None if stated is None else key_of(stated, "A message's `parentId`")
+        parents[key] = parent
+        previous = key
+        _add(conversation, key, parent, node)
+    conversation.messages, conversation.current_key = arrange(
+        conversation.messages,
+        parents,
+        current if isinstance(current, str) else None,
+        fallback_time=created_at,
+    )
+    return conversation
+
+
+def _add(
+    conversation: SourceConversation, key: str, parent: str | None, node: dict[str, Any]
+) -> None:
+    role = node.get("role")
+    content = node.get("content")
+    if isinstance(content, list):  # the OpenAI shape some versions store: text parts
+        content = "\n\n".join(
+            str(part.get("text", "")) for part in content if isinstance(part, dict)
+        )
+    text = text_of(content, "A message's content").strip()
+    if role not in ("system", "user", "assistant"):
+        conversation.left_out[LEFT_OUT_ROLE] += 1
+    elif not text:
+        if role != "system":
+            conversation.left_out[LEFT_OUT_EMPTY] += 1
+    elif role == "system":
+        if conversation.system_prompt is None:
+            conversation.system_prompt = text
+        else:
+            conversation.left_out[LEFT_OUT_SYSTEM] += 1
+    else:
+        model = node.get("model")
+        conversation.messages.append(
+            SourceMessage(
+                key=key,
+                parent_key=parent,
+                role=role,
+                content=text,
+                created_at=_when(node.get("timestamp"), "A message's `timestamp`"),
+                fields={"model": model[:200]}
+                if role == "assistant" and isinstance(model, str)
+                else {},
+            )
+        )
