@@ -11,6 +11,7 @@ clock because everything runs on one machine.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 import uuid
@@ -47,6 +48,9 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
                 "emitted_after_stop": record.emitted_after_stop,
                 "emitted": record.emitted,
                 "finished": record.finished,
+                # What the engine was asked (the gateway's tests check what reached it).
+                "messages": [[message.role, message.content] for message in record.messages],
+                "params": dataclasses.asdict(record.params),
             }
     body = json.dumps(found).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]

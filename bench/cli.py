@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import flood, latency, model, report, sends, throughput
+from bench import flood, gateway, latency, model, report, sends, throughput
 from bench.config import SAMPLER_CONVERSATIONS, SCENARIOS, Config, preset
 from bench.server import Servers, Setup, running, services_missing
 
@@ -132,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         "meta": _meta(cfg),
         "definitions": report.DEFINITIONS,
         "latency": {},
+        "gateway": {},
         "delivery": {},
         "concurrency": {},
         "memory": {},
@@ -206,7 +207,7 @@ def _scripted_phases(
     delivery: bool,
 ) -> None:
     wanted = cfg.scenarios
-    if memory or sweep or "latency" in wanted or "sends" in wanted:
+    if memory or sweep or "latency" in wanted or "sends" in wanted or "gateway" in wanted:
         paced = {
             "CHAT_ENGINE": "scripted",
             "CHAT_SCRIPTED_TOKENS": "1000000",
@@ -230,6 +231,9 @@ def _scripted_phases(
             if "latency" in wanted:
                 _step(f"{setup.name}: TTFT and cancel latency")
                 results["latency"].update(latency.measure(cfg, servers, cookie))
+            if "gateway" in wanted:
+                _step(f"{setup.name}: TTFT and cancel latency through /v1/chat/completions")
+                results["gateway"][setup.name] = gateway.measure(cfg, servers, cookie)
             if "sends" in wanted:
                 _step(f"{setup.name}: {cfg.burst_sends} sends at once")
                 results["sends"][setup.name] = sends.measure(cfg, servers, folder)

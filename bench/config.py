@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-SCENARIOS = ("latency", "sends", "delivery", "concurrency", "memory", "flood", "model")
+SCENARIOS = ("latency", "gateway", "sends", "delivery", "concurrency", "memory", "flood", "model")
 # Conversations 0-15 belong to single-reply samplers; streams by the hundred use the rest.
 SAMPLER_CONVERSATIONS = 16
 

@@ -19,6 +19,10 @@ DEFINITIONS = {
     "client sending the cancel frame",
     "server_cancel_latency_ms": "the same, from the cancel reaching chatsite (the row's cancel_latency_ms)",
     "tokens_after_cancel": "tokens the engine emitted after the client sent the cancel frame",
+    "gateway ttft_overhead_ms": "the same for a streamed /v1/chat/completions call: the first "
+    "chunk with text at the client minus the engine's emission of the first token",
+    "gateway cancel_latency_ms": "the engine's stop confirmation (the row's cancel_confirmed_at) "
+    "minus the client closing the stream, for replies saved cancelled by client_disconnect",
     "delivery ratio": "tokens / (client receipt of the last delta - engine emission of the first token), "
     "divided by the same for the engine iterated alone in the bench process",
     "gap_excess_ms": "time between consecutive delta frames a client received inside the window, minus "
@@ -142,6 +146,21 @@ def table(results: dict[str, Any]) -> str:
                 f"{_ppp(data['cancel_latency_ms']):<24}{after!s:<27}{data.get('samples_failed', 0)}"
             )
         lines += _reference_ratios(latency)
+    for name, data in results.get("gateway", {}).items():
+        ours, socket = data["gateway"], data["socket"]
+        after = ours["tokens_after_close"].get("max", "-")
+        lines += [
+            "",
+            f"Gateway (/v1/chat/completions, streamed) on {name} ({data['setup']}), "
+            "ms p50 / p95 / p99",
+            f"  TTFT overhead: gateway {_ppp(ours['ttft_overhead_ms'])}, chat socket "
+            f"{_ppp(socket['ttft_overhead_ms'])}; gateway minus socket (p50) "
+            f"{data['ttft_overhead_over_socket_p50_ms']}",
+            f"  cancel latency, stream closed to engine stopped: {_ppp(ours['cancel_latency_ms'])} "
+            f"(socket's Stop {_ppp(socket['cancel_latency_ms'])}), tokens after close (max) "
+            f"{after}, not cancelled {ours['samples_not_cancelled']}, failed "
+            f"{ours['samples_failed']}",
+        ]
     for name, data in results.get("delivery", {}).items():
         lines.append(
             f"\nDelivery ({name}): {data['chatsite_tokens_per_s']:,} tok/s at the client vs "

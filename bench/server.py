@@ -100,6 +100,7 @@ class Servers:
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     conversation_ids: list[str] = field(default_factory=list)
     session: str = ""
+    api_key: str = ""  # the bench user's API token, for the gateway (/v1/)
     metrics_token: str = field(default_factory=lambda: secrets.token_hex(16))
     env: dict[str, str] = field(default_factory=dict)
     # False: per-socket limits raised for the bench's clients, which send reply after reply and
@@ -120,6 +121,7 @@ class Servers:
             redis.Redis.from_url(self.setup.redis_url).flushdb()
         made = self._prepare_database()
         self.session, self.conversation_ids = made["session"], made["conversations"]
+        self.api_key = made.get("token", "")
         for port in self.ports:
             command = SERVER_COMMANDS[self.setup.server](port)
             with (self.workdir / f"{self.setup.server}-{port}.log").open("ab") as log:
@@ -167,6 +169,7 @@ class Servers:
             # One bench user owns every stream; per-user limits would refuse most of them.
             CHAT_MAX_ACTIVE_PER_USER="1000000",
             CHAT_SENDS_PER_MINUTE="1000000",
+            CHAT_CONVERSATIONS_PER_MINUTE="1000000",  # each gateway call starts one
             CHAT_MAX_PROMPT_CHARS="8000",
             LOG_LEVEL="INFO",
         )

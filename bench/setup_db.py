@@ -1,6 +1,6 @@
 """Run in a subprocess with the server's environment: migrate, then make the bench user, a logged-in
-session for it and its conversations. Prints {"session": key, "conversations": [ids]} as JSON on
-the last line of stdout.
+session for it, an API token and its conversations. Prints {"session": key, "conversations": [ids],
+"token": key} as JSON on the last line of stdout.
 
 The session is made the way django.contrib.auth.login() makes one, without hashing a password
 twice per server start (about a second each on a busy 2-core machine).
@@ -35,7 +35,20 @@ def main() -> None:
         )
         return
     session, conversations = _user_with_session(args.username, args.conversations)
-    print(json.dumps({"session": session, "conversations": conversations}))
+    print(
+        json.dumps(
+            {"session": session, "conversations": conversations, "token": _token(args.username)}
+        )
+    )
+
+
+def _token(username: str) -> str:
+    """A personal API token of the user's, for the gateway's calls (/v1/)."""
+    from django.contrib.auth import get_user_model
+
+    from conversations.api.tokens import api_token_create
+
+    return api_token_create(user=get_user_model().objects.get(username=username), name="bench")[1]
 
 
 def _user_with_session(username: str, conversations: int) -> tuple[str, list[str]]:

@@ -329,6 +329,9 @@ if CHAT_HEARTBEAT_TIMEOUT_S < 3 * CHAT_FLUSH_INTERVAL_S:
 CHAT_MAX_ACTIVE_PER_USER = env_int("CHAT_MAX_ACTIVE_PER_USER", 3, minimum=1)
 CHAT_SENDS_PER_MINUTE = env_int("CHAT_SENDS_PER_MINUTE", 20, minimum=1)
 CHAT_CONVERSATIONS_PER_MINUTE = env_int("CHAT_CONVERSATIONS_PER_MINUTE", 10, minimum=1)
+# The OpenAI-compatible gateway (/v1/) keeps each call as a conversation of its caller's; off, a
+# call's conversation is deleted once its reply has ended (only the metrics stay).
+CHAT_GATEWAY_RECORD = env_bool("CHAT_GATEWAY_RECORD", True)
 # A Prometheus scraper sending "Authorization: Bearer <this>" may read /metrics (staff always can).
 CHAT_METRICS_TOKEN = env_str("CHAT_METRICS_TOKEN")
 
@@ -394,11 +397,17 @@ CHAT_IMPORT_MAX_MESSAGES = env_int("CHAT_IMPORT_MAX_MESSAGES", 10_000, minimum=1
 CHAT_IMPORT_MAX_MESSAGE_CHARS = env_int("CHAT_IMPORT_MAX_MESSAGE_CHARS", 1_000_000, minimum=1)
 SPECTACULAR_SETTINGS = {
     "TITLE": "chatsite API",
-    "DESCRIPTION": "Read, export and delete your conversations.",
+    "DESCRIPTION": "Read, export and delete your conversations; chat through the "
+    "OpenAI-compatible gateway under /v1/.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # The docs page loads Swagger UI from this server (drf-spectacular-sidecar), never a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The gateway's views are not DRF's: the hook adds their part (conversations.gateway.schema).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "conversations.gateway.schema.add_gateway",
+    ],
 }

@@ -5,6 +5,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("conversations.api.urls")),
+    path("v1/", include("conversations.gateway.urls")),  # the OpenAI-compatible gateway
     path("", include("conversations.metrics_views")),
     path("", include("conversations.health")),
     path("", include("conversations.urls")),

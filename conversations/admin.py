@@ -201,6 +201,8 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin[Conversation]):
         "system_prompt",
         "temperature",
         "max_tokens",
+        "origin",
+        "origin_detail",
         "created_at",
         "updated_at",
     )

@@ -21,7 +21,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 logger = logging.getLogger("chatsite.engines")
 
@@ -72,6 +72,20 @@ class SamplingParams:
     temperature: float = 0.7
     # The last message is the assistant's, cut off: write on from its end, not a new reply.
     continue_final: bool = False
+    # What an API caller may ask for too (the OpenAI-compatible gateway). Unset, each engine keeps
+    # its own default; every backend passes them on to its engine.
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()  # the reply ends before the first of these (finish reason "stop")
+    seed: int | None = None
+
+    def extras(self) -> dict[str, Any]:
+        """top_p, stop and seed as keyword arguments, only those that are set: an engine's own
+        defaults stand for the others."""
+        chosen: dict[str, Any] = {"top_p": self.top_p, "seed": self.seed}
+        chosen = {name: value for name, value in chosen.items() if value is not None}
+        if self.stop:
+            chosen["stop"] = list(self.stop)
+        return chosen
 
 
 @dataclass

@@ -120,6 +120,7 @@ class LlamaStream(EngineStream):
                 [{"role": m.role, "content": m.content} for m in self.messages],
                 max_tokens=self.params.max_tokens,
                 temperature=self.params.temperature,
+                extras=self.params.extras(),
                 emit=emit,
             )
             if self.result.finish_reason is None:

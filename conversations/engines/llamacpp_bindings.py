@@ -18,7 +18,7 @@ import json
 import os
 import secrets
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,12 +27,23 @@ from django.core.exceptions import ImproperlyConfigured
 Messages = list[dict[str, str]]
 # Called with each piece of the reply, on the generating thread; False stops the reply there.
 Emit = Callable[[str], bool]
+# Sampling beyond max_tokens and temperature (top_p, stop, seed), in the names both bindings take.
+Extras = Mapping[str, Any]
 
 
 class LocalModel(Protocol):
-    def chat(self, messages: Messages, *, max_tokens: int, temperature: float, emit: Emit) -> str:
+    def chat(
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int,
+        temperature: float,
+        emit: Emit,
+        extras: Extras | None = None,
+    ) -> str:
         """Generates a reply, handing its text to `emit` piece by piece, and returns the finish
-        reason ("stop", "length"; "" when `emit` stopped it). Raises when the model fails."""
+        reason ("stop", "length"; "" when `emit` stopped it). Raises when the model fails.
+        `extras`: top_p, stop and seed, those set (SamplingParams.extras)."""
         ...
 
     def count_tokens(self, text: str) -> int: ...
@@ -64,7 +75,15 @@ class Xllamacpp:
         self._server: Any = xllamacpp.Server(params)
         self._tokenize_url = f"{self._server.listening_address}/tokenize"
 
-    def chat(self, messages: Messages, *, max_tokens: int, temperature: float, emit: Emit) -> str:
+    def chat(
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int,
+        temperature: float,
+        emit: Emit,
+        extras: Extras | None = None,
+    ) -> str:
         outcome = {"finish": "", "error": ""}
 
         def on_chunk(chunk: dict[str, Any]) -> bool:
@@ -86,6 +105,7 @@ class Xllamacpp:
             "messages": messages,
             "max_tokens": max_tokens,
             "temperature": temperature,
+            **(extras or {}),
             "stream": True,
         }
         self._server.handle_chat_completions(request, on_chunk)
@@ -116,9 +136,21 @@ class LlamaCppPython:
             model_path=str(path), n_ctx=context_tokens, n_threads=threads, verbose=False
         )
 
-    def chat(self, messages: Messages, *, max_tokens: int, temperature: float, emit: Emit) -> str:
+    def chat(
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int,
+        temperature: float,
+        emit: Emit,
+        extras: Extras | None = None,
+    ) -> str:
         chunks = self._llm.create_chat_completion(
-            messages=messages, max_tokens=max_tokens, temperature=temperature, stream=True
+            messages=messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stream=True,
+            **(extras or {}),
         )
         finish = ""
         try:

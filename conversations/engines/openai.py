@@ -97,6 +97,7 @@ class OpenAIStream(EngineStream):
                 "messages": [{"role": m.role, "content": m.content} for m in self.messages],
                 "max_tokens": self.params.max_tokens,
                 "temperature": self.params.temperature,
+                **self.params.extras(),  # top_p, stop, seed: OpenAI's own names for them
                 "stream": True,
                 # Servers that know it (vLLM, OpenAI) end with a chunk carrying token counts.
                 "stream_options": {"include_usage": True},

@@ -2,7 +2,8 @@
 
 It emits CHAT_SCRIPTED_TOKENS tokens, one every CHAT_SCRIPTED_DELAY_MS, and records for each
 request when it was told to stop and how many tokens it produced after that, so tests can check
-that Stop really reached the engine.
+that Stop really reached the engine. Stop sequences end a reply as a server's do; top_p and seed
+are recorded with the request (its reply is the same whatever they are).
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ class ScriptedStream(EngineStream):
         self.record = ScriptedRecord(request_id=request_id, messages=messages, params=params)
         engine.records[request_id] = self.record
         self._max_tokens = params.max_tokens
+        self._stops = [stop for stop in params.stop if stop]
+        self._text = ""  # written so far, where a stop sequence may end across tokens
         self._halt = asyncio.Event()
 
     async def _deltas(self) -> AsyncGenerator[str, None]:
@@ -88,11 +91,31 @@ class ScriptedStream(EngineStream):
                 self.record.emitted += 1
                 self.record.emit_times.append(time.time())
                 self.result.completion_tokens += 1
-                yield scripted_token(index)
+                token, stopped = self._until_stop_sequence(scripted_token(index))
+                if token:
+                    yield token
+                if stopped:
+                    self.result.finish_reason = FinishReason.STOP
+                    return
             natural = FinishReason.LENGTH if total == self._max_tokens else FinishReason.STOP
             self.result.finish_reason = natural
         finally:
             self.record.finished = True
+
+    def _until_stop_sequence(self, token: str) -> tuple[str, bool]:
+        """The token, cut before the first stop sequence it completes (the sequence itself is
+        not sent, as servers do; the start of one that began in an earlier token was sent with
+        it, since this engine holds nothing back); True if one ended the reply."""
+        before = len(self._text)
+        self._text += token
+        ends = [
+            found
+            for stop in self._stops
+            if (found := self._text.find(stop, max(0, before - len(stop) + 1))) >= 0
+        ]
+        if not ends:
+            return token, False
+        return self._text[before : max(before, min(ends))], True
 
     async def _abort(self) -> None:
         self._halt.set()
@@ -136,11 +159,13 @@ class ScriptedEngine:
 
 def build_engine(spec: ModelSpec) -> ScriptedEngine:
     """options: `tokens` and `delay_ms` (default: CHAT_SCRIPTED_TOKENS, CHAT_SCRIPTED_DELAY_MS),
-    `load_s`: how long its "model" takes to load (to show and test a slow start)."""
+    `load_s`: how long its "model" takes to load (to show and test a slow start), `fail_after`:
+    every reply fails after that many tokens (to test failures in a server of its own)."""
     engine = ScriptedEngine(
         spec.option("tokens", settings.CHAT_SCRIPTED_TOKENS),
         spec.option("delay_ms", settings.CHAT_SCRIPTED_DELAY_MS),
         model=spec.model_id or "scripted",
     )
     engine.load_s = float(spec.option("load_s", 0.0))
+    engine.fail_after = spec.option("fail_after", None)
     return engine

@@ -101,6 +101,7 @@ class VllmStream(EngineStream):
                 max_tokens=self.params.max_tokens,
                 temperature=self.params.temperature,
                 output_kind=api.RequestOutputKind.DELTA,
+                **self.params.extras(),  # top_p, stop, seed: vLLM's names for them too
             )
             outputs = llm.generate({"prompt_token_ids": prompt_ids}, sampling, self.request_id)
             # aclosing: if our reader goes away, vLLM's generator is closed now (which aborts

@@ -132,6 +132,8 @@ class Control:
             elif result.stop is not None:
                 await generation.request_stop(result.stop)
         await generation.send(protocol.Ping(message_id=self.message_id, reply_channel=self.channel))
+        if generation.listeners:  # a reader in this process (an API call) watches it
+            self.last_viewer_seen = time.monotonic()
         grace = settings.CHAT_DISCONNECT_GRACE_S
         if time.monotonic() - self.last_viewer_seen > grace:
             logger.info("no viewer for %ss request_id=%s", grace, self._request_id)

@@ -45,6 +45,7 @@ logger = logging.getLogger("chatsite.generation")
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,20 @@ class Turn:
     message_id: int | None = None  # edit: the user message it is a new version of
 
 
+@dataclass(frozen=True)
+class CallSettings:
+    """One API call's own settings (the OpenAI-compatible gateway), for its reply only: each set
+    one wins over the conversation's, within the model's bounds as the conversation's are."""
+
+    system_prompt: str | None = None  # None: the conversation's
+    temperature: float | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    title_by_model: bool = True  # see ReplyPlan.title_by_model
+
+
 def reply_create(
     *,
     conversation: Conversation,
@@ -68,6 +83,7 @@ def reply_create(
     model_slug: str = "",
     session_key: str | None = None,
     user_id: int | None = None,
+    call: CallSettings | None = None,
 ) -> ReplyPlan:
     """Save the user's message (if the turn has one) and a pending reply, or refuse the send.
 
@@ -87,6 +103,7 @@ def reply_create(
     built by the generation once the send is committed.
     """
     turn = turn or Turn("send", content)
+    call = call or CallSettings()
     if user_id is not None and not sessions.session_signs_in(session_key, user_id):
         raise SessionEnded
     choices = (
@@ -101,9 +118,9 @@ def reply_create(
     engine = _available_engine(spec)
     used = chat_models.reply_settings(
         spec,
-        system_prompt=choices["system_prompt"],
-        temperature=choices["temperature"],
-        max_tokens=choices["max_tokens"],
+        system_prompt=_first_set(call.system_prompt, choices["system_prompt"]),
+        temperature=_first_set(call.temperature, choices["temperature"]),
+        max_tokens=_first_set(call.max_tokens, choices["max_tokens"]),
     )
     # Replies whose process died would otherwise count against the limits and block this
     # conversation until the next restart: settle every stale one of this owner first.
@@ -207,7 +224,15 @@ def reply_create(
             after=place.after,
         ),
         history=history,
+        top_p=call.top_p,
+        stop=call.stop,
+        seed=call.seed,
+        title_by_model=call.title_by_model,
     )
+
+
+def _first_set(*values: T | None) -> T | None:
+    return next((value for value in values if value is not None), None)
 
 
 _NO_USER_MESSAGE = -1  # a turn that adds a reply only
@@ -279,16 +304,26 @@ async def reply_start(
     user_id: int | None = None,
 ) -> Generation:
     """Save a send and start streaming its reply in this process (see reply_create)."""
-    plan = await _on_a_send_thread(
-        reply_create,
-        conversation=conversation,
-        content=content,
-        turn=turn,
-        idempotency_key=idempotency_key,
-        model_slug=model_slug,
-        session_key=session_key,
-        user_id=user_id,
+    return await reply_start_with(
+        functools.partial(
+            reply_create,
+            conversation=conversation,
+            content=content,
+            turn=turn,
+            idempotency_key=idempotency_key,
+            model_slug=model_slug,
+            session_key=session_key,
+            user_id=user_id,
+        )
     )
+
+
+async def reply_start_with(save: Callable[[], ReplyPlan]) -> Generation:
+    """Save a send with `save` (reply_create, or a caller's transaction around it: the gateway
+    saves a new conversation and its history with the send, all or nothing) on a send thread,
+    then start streaming its reply in this process. The generation's task has not run yet when
+    this returns: a reader added to its listeners then hears every event."""
+    plan = await _on_a_send_thread(save)
     logger.info("send accepted request_id=%s message=%s", plan.request_id, plan.message_id)
     return Generation.start(plan)
 

@@ -9,6 +9,7 @@ in `rows`; what it has sent, in its `Coalescer`.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 import uuid
@@ -34,6 +35,7 @@ from conversations.engines.base import (
 from conversations.generation import rows, titles
 from conversations.generation.control import Control
 from conversations.generation.feed import Feed
+from conversations.generation.listeners import Listeners
 from conversations.generation.recovery import INTERRUPTED_ERROR
 from conversations.models import Message
 from conversations.protocol import Event, Finished, MessagePayload, Started
@@ -68,6 +70,13 @@ class ReplyPlan:
     started: Started
     history: list[ChatMessage]  # the conversation before this reply, for its prompt
     prefix: str = ""  # a continued reply: the text it goes on from (already shown)
+    # What an API call asks of the engine beyond the conversation's settings (the gateway).
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    # False: no title request after a first reply (an API call's conversation keeps the first
+    # words of its first message, rather than cost the engine a second request per call).
+    title_by_model: bool = True
 
 
 class Stalled(Exception):
@@ -99,13 +108,16 @@ class Generation:
         self._background: set[asyncio.Task[Any]] = set()
         self.task: asyncio.Task[None] | None = None
         self._layer_down = False  # the last group send failed (Redis away)
+        self.listeners = Listeners()  # readers in this process (the gateway's responses)
 
     @classmethod
     def start(cls, plan: ReplyPlan) -> Generation:
         generation = cls(plan)
         _running[plan.message_id] = generation
+        # In a context of its own, not its starter's: a generation outlives the HTTP request
+        # that may start it (the gateway), whose executors for sync code end with the request.
         generation.task = asyncio.create_task(
-            generation.run(), name=f"generation-{plan.request_id}"
+            generation.run(), name=f"generation-{plan.request_id}", context=contextvars.Context()
         )
         return generation
 
@@ -116,6 +128,12 @@ class Generation:
         return task
 
     async def run(self) -> None:
+        try:
+            await self._run()
+        finally:
+            self.listeners.end()  # however it ended: a reader never waits for nothing
+
+    async def _run(self) -> None:
         ending = Ending(Status.COMPLETE)
         await self.control.join()
         try:
@@ -132,6 +150,7 @@ class Generation:
                 logger.exception("could not save the reply request_id=%s", self.plan.request_id)
             else:
                 self._title_after(ending)
+            self.listeners.end()  # now, not after leaving the group: the reply is over
             await self.control.leave()
             _running.pop(self.plan.message_id, None)
 
@@ -139,7 +158,11 @@ class Generation:
         """A first reply complete: its model titles the conversation, now that the reply has
         gone out whole (see titles)."""
         plan = self.plan
-        if ending.status == Status.COMPLETE and titles.wanted(plan.history, plan.prefix):
+        if (
+            ending.status == Status.COMPLETE
+            and plan.title_by_model
+            and titles.wanted(plan.history, plan.prefix)
+        ):
             titles.start(
                 conversation_id=plan.conversation_id,
                 group=plan.group,
@@ -164,6 +187,9 @@ class Generation:
                 max_tokens=plan.settings.max_tokens,
                 temperature=plan.settings.temperature,
                 continue_final=bool(plan.prefix),
+                top_p=plan.top_p,
+                stop=plan.stop,
+                seed=plan.seed,
             )
             if plan.prefix:  # the model goes on writing the reply it was cut off in
                 messages = [*messages, ChatMessage("assistant", plan.prefix)]
@@ -294,6 +320,7 @@ class Generation:
                 pause = min(pause * 2, FINAL_SAVE_MAX_PAUSE_S)
 
     async def send(self, event: Event) -> None:
+        self.listeners.deliver(event)  # in this process: first, and never dropped
         # A channel-layer outage must not lose the reply: the row is still written, and tabs
         # that reconnect resynchronize from it and from us. One warning per outage, not per frame.
         try:

@@ -1,0 +1,33 @@
+"""Who calls: `Authorization: Bearer cs_...`, a personal API token (the REST API's).
+
+Tokens only: the gateway reads no session cookie, so a page on another site cannot make a
+signed-in browser call it, and its views need no CSRF check (they are csrf_exempt).
+"""
+
+from __future__ import annotations
+
+from channels.db import database_sync_to_async
+from django.http import HttpRequest
+
+from conversations.api.tokens import api_token_user
+from conversations.gateway.errors import unauthenticated
+from conversations.types import User
+
+MAX_KEY_CHARS = 200  # keys are 46 characters; anything far longer is not one
+
+
+async def caller(request: HttpRequest) -> User:
+    """The token's active user; a 401 (with WWW-Authenticate) for anything else."""
+    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+    key = key.strip()
+    if scheme.lower() != "bearer" or not key:
+        raise unauthenticated(
+            "Send a personal API token as `Authorization: Bearer <token>`; make one at "
+            "/settings/tokens/."
+        )
+    user: User | None = None
+    if len(key) <= MAX_KEY_CHARS and key.isascii():
+        user = await database_sync_to_async(api_token_user)(key)
+    if user is None:
+        raise unauthenticated("Invalid or revoked API token.")
+    return user

@@ -1,0 +1,203 @@
+"""An API call through the generation lifecycle, and its reply as the HTTP response reads it.
+
+A call is saved as the chat page's sends are, with more around it in the same transaction: a new
+conversation (origin "api", with the client's User-Agent) and the request's earlier messages as
+its history, then reply_create's user message and pending reply; a refused send (a limit, a
+model) leaves nothing behind. With X-Chatsite-Conversation the call goes on in an existing
+conversation of the caller's instead: the stored conversation is the history (the branch shown,
+as the chat page gives the model), and only the request's last message is added; the request's
+system message and sampling apply to that reply alone.
+
+The reply is then an ordinary Generation in this process: tabs on the conversation see it stream
+and can stop it. The response reads it from the generation directly (generation.listeners:
+nothing lost, nothing through the channel layer), and a response that ends before the reply (the client
+closed the stream or went away) stops the engine, recorded as cancelled by `client_disconnect`.
+
+CHAT_GATEWAY_RECORD=0 keeps no transcript: the conversation lives only while its reply is
+written (the lifecycle needs its rows: Stop, heartbeat, recovery, the per-user limits) and is
+deleted once the generation has ended; the metrics (Prometheus, the log) stay. A process killed
+mid-call leaves that conversation behind, marked interrupted like any other reply's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import itertools
+import logging
+import time
+import uuid
+from collections.abc import Coroutine
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.db import transaction
+
+from conversations.chat_models import ModelSpec
+from conversations.engines.base import ChatMessage
+from conversations.gateway.errors import from_refusal
+from conversations.gateway.wire import ChatCall
+from conversations.generation import replies, rows
+from conversations.generation.runner import Generation, ReplyPlan
+from conversations.models import Conversation, Message
+from conversations.protocol import Delta, Event, Finished, MessagePayload
+from conversations.services.conversations import conversation_delete
+from conversations.services.errors import ConversationGone, SendRefused
+from conversations.services.limits import check_create_allowed
+from conversations.types import User
+
+logger = logging.getLogger("chatsite.gateway")
+
+CLIENT_DISCONNECT = "client_disconnect"  # cancelled_by when the client left mid-reply
+MAX_TITLE_CHARS = 80  # as a send's first words (generation.replies)
+MAX_ORIGIN_DETAIL = 300  # Conversation.origin_detail
+
+
+async def call_start(
+    *, owner: User, call: ChatCall, model: ModelSpec, conversation_id: uuid.UUID | None, client: str
+) -> CallReply:
+    """Save the call and start its reply here; a GatewayError if the send is refused."""
+    save = functools.partial(
+        call_save,
+        owner=owner,
+        call=call,
+        model=model,
+        conversation_id=conversation_id,
+        client=client,
+    )
+    try:
+        generation = await replies.reply_start_with(save)
+    except SendRefused as refusal:
+        raise from_refusal(refusal) from None
+    return CallReply(generation, record=settings.CHAT_GATEWAY_RECORD)
+
+
+def call_save(
+    *, owner: User, call: ChatCall, model: ModelSpec, conversation_id: uuid.UUID | None, client: str
+) -> ReplyPlan:
+    """The call's conversation (new, or the caller's own), history and send, all or nothing."""
+    with transaction.atomic():
+        if conversation_id is None:
+            # A new conversation, counted as the chat page's "New conversation" is.
+            check_create_allowed(owner)
+            conversation = Conversation.objects.create(
+                owner=owner,
+                origin=Conversation.Origin.API,
+                origin_detail=_printable(client)[:MAX_ORIGIN_DETAIL],
+                title=" ".join(call.first_question.split())[:MAX_TITLE_CHARS],
+                model_slug=model.slug,
+                system_prompt=call.system_prompt,
+            )
+            _save_history(conversation, call.history)
+        else:
+            found = Conversation.objects.visible_to(owner).filter(pk=conversation_id).first()
+            if found is None:
+                raise ConversationGone("There is no such conversation of yours.")
+            conversation = found
+        return replies.reply_create(
+            conversation=conversation,
+            content=call.content,
+            model_slug=model.slug,
+            call=replies.CallSettings(
+                system_prompt=call.system_prompt,
+                temperature=call.temperature,
+                max_tokens=call.max_tokens,
+                top_p=call.top_p,
+                stop=call.stop,
+                seed=call.seed,
+                # An API client calling in bulk would double the engine's work with titles.
+                title_by_model=False,
+            ),
+        )
+
+
+def _save_history(conversation: Conversation, history: tuple[ChatMessage, ...]) -> None:
+    """The request's earlier messages as one line of the conversation's tree; the send goes on
+    from its last message."""
+    if not history:
+        return
+    saved = Message.objects.bulk_create(
+        Message(conversation=conversation, role=message.role, content=message.content)
+        for message in history
+    )
+    for parent, child in itertools.pairwise(saved):
+        child.parent = parent
+    Message.objects.bulk_update(saved[1:], ["parent"])
+    Conversation.objects.filter(pk=conversation.pk).update(current_leaf=saved[-1])
+
+
+def _printable(text: str) -> str:
+    return "".join(char for char in text if char.isprintable())
+
+
+class CallReply:
+    """A call's reply as its response reads it: the text as the generation sends it to every
+    tab, then the row as saved."""
+
+    def __init__(self, generation: Generation, *, record: bool) -> None:
+        self.generation = generation
+        self.saved: MessagePayload | None = None  # once over: the row, None if it is gone
+        self.over = False
+        # At once: the generation's task has not run yet, so no event is missed.
+        self._events = generation.listeners.add()
+        self._record = record
+        self._released = False
+
+    @property
+    def plan(self) -> ReplyPlan:
+        return self.generation.plan
+
+    async def next_text(self) -> str | None:
+        """The next piece of the reply's text; None once it is over (see `saved`)."""
+        while not self.over:
+            event: Event | None = await self._events.get()
+            if event is None:
+                self.over = True
+            elif isinstance(event, Delta):
+                return event.text
+            elif isinstance(event, Finished):
+                self.saved = event.message
+        return None
+
+    async def release(self) -> None:
+        """The response is done with the reply. If the reply is still being written, its client
+        went away (closed the stream, disconnected): stop the engine now, for nobody reads on.
+        Without recording, the conversation is deleted once the generation has ended."""
+        if self._released:
+            return
+        self._released = True
+        self.generation.listeners.discard(self._events)
+        if not self.over:
+            logger.info("client went away request_id=%s, stopping", self.plan.request_id)
+            stop = rows.RecordedStop(rows.unix_time(time.time()), CLIENT_DISCONNECT)
+            await self.generation.request_stop(stop)  # as a Stop from a tab in this process
+        if not self._record:
+            _in_background(_forget(self.generation))
+
+
+# Strong references: asyncio keeps only weak ones to tasks.
+_background: set[asyncio.Task[Any]] = set()
+
+
+def _in_background(work: Coroutine[Any, Any, None]) -> None:
+    # In a context of its own: it outlives the request, whose executors end with it.
+    task = asyncio.create_task(work, name="gateway-forget", context=contextvars.Context())
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+async def _forget(generation: Generation) -> None:
+    if generation.task is not None:
+        await asyncio.wait({generation.task})  # the final save first
+    try:
+        await database_sync_to_async(_delete_conversation)(generation.plan.conversation_id)
+    except Exception:
+        logger.exception("could not delete an unrecorded call's conversation")
+
+
+def _delete_conversation(conversation_id: uuid.UUID) -> None:
+    conversation = Conversation.objects.filter(pk=conversation_id).first()
+    if conversation is not None:
+        conversation_delete(conversation=conversation)

@@ -1,0 +1,189 @@
+"""The gateway's endpoints: thin async views over gateway.calls.
+
+csrf_exempt, since these views authenticate by token only (see gateway.auth): no cookie is read,
+so a page on another site has nothing of the user's to send.
+
+A refused call (a parameter, a limit, a model) is an HTTP error an SDK raises on. A streamed
+reply's headers and first chunk (the role) go out as soon as the send is saved, while the engine
+starts: what the middleware costs on the way out then overlaps the engine's first token instead
+of delaying it. A failure after that is an error event in the stream. Django's ASGI handler
+cancels the response when the client disconnects; CallReply.release then stops the engine.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from conversations import chat_models
+from conversations.gateway import auth, sse
+from conversations.gateway.calls import CallReply, call_start
+from conversations.gateway.errors import (
+    SERVER_ERROR,
+    GatewayError,
+    bad_request,
+    model_not_found,
+)
+from conversations.gateway.wire import parse_chat_call, parse_conversation_header
+from conversations.protocol import MessagePayload
+from conversations.types import User
+
+CONVERSATION_HEADER = "X-Chatsite-Conversation"
+# Proxies must pass each event on as it comes (nginx buffers unless told not to).
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+View = Callable[..., Coroutine[Any, Any, HttpResponseBase]]
+
+
+def endpoint(*methods: str) -> Callable[[View], View]:
+    """An async gateway view: token-only (csrf_exempt), its refusals as OpenAI error objects."""
+
+    def decorate(view: View) -> View:
+        @functools.wraps(view)
+        async def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            try:
+                if request.method not in methods:
+                    raise GatewayError(
+                        405,
+                        f"{request.path} answers {' and '.join(methods)} only.",
+                        code="method_not_allowed",
+                        headers={"Allow": ", ".join(methods)},
+                    )
+                return await view(request, *args, **kwargs)
+            except GatewayError as refusal:
+                return refusal.response()
+
+        return csrf_exempt(wrapper)
+
+    return decorate
+
+
+@endpoint("POST")
+async def chat_completions(request: HttpRequest) -> HttpResponseBase:
+    owner = await auth.caller(request)
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise GatewayError(413, "The request body is too large.", code="too_large") from None
+    call = parse_chat_call(body)
+    conversation_id = parse_conversation_header(request.headers.get(CONVERSATION_HEADER))
+    if conversation_id is not None and not settings.CHAT_GATEWAY_RECORD:
+        raise bad_request(
+            "This server keeps no conversations of API calls (CHAT_GATEWAY_RECORD is off), so "
+            f"{CONVERSATION_HEADER} cannot be used.",
+            code="recording_off",
+        )
+    model = await _model(owner, call.model)
+    reply = await call_start(
+        owner=owner,
+        call=call,
+        model=model,
+        conversation_id=conversation_id,
+        client=request.headers.get("User-Agent", ""),
+    )
+    completion = sse.Completion.of(
+        reply.plan.request_id, int(time.time()), model.slug, call.include_usage
+    )
+    headers = {CONVERSATION_HEADER: str(reply.plan.conversation_id)}
+    if call.stream:
+        return StreamingHttpResponse(
+            _events(reply, completion),
+            content_type="text/event-stream",
+            headers={**headers, **STREAM_HEADERS},
+        )
+    try:
+        while await reply.next_text() is not None:
+            pass
+        return JsonResponse(completion.whole(_succeeded(reply)), headers=headers)
+    finally:
+        await reply.release()  # also when the client left while we waited: stops it
+
+
+async def _events(reply: CallReply, completion: sse.Completion) -> AsyncIterator[bytes]:
+    try:
+        yield completion.chunk({"role": "assistant", "content": ""})
+        while (text := await reply.next_text()) is not None:
+            yield completion.chunk({"content": text})
+        try:
+            saved = _succeeded(reply)
+        except GatewayError as failure:
+            yield sse.event(failure.body())
+            return
+        yield completion.chunk({}, finish=sse.finish_reason(saved))
+        if completion.include_usage:
+            yield completion.usage_chunk(saved)
+        yield sse.DONE
+    finally:
+        await reply.release()  # before the end: the client closed the stream or went away
+
+
+def _succeeded(reply: CallReply) -> MessagePayload:
+    """The saved reply of a call that is over, or the GatewayError saying why there is none."""
+    saved = reply.saved
+    if saved is None:
+        raise GatewayError(
+            409,
+            "The conversation was deleted while the reply was written.",
+            code="conversation_deleted",
+        )
+    if saved["status"] == "error":
+        raise GatewayError(500, saved["error"], type=SERVER_ERROR, code="engine_error")
+    if saved["status"] == "interrupted":
+        raise GatewayError(
+            503,
+            "The server stopped while it wrote the reply.",
+            type=SERVER_ERROR,
+            code="interrupted",
+        )
+    return saved  # complete, or stopped (finish reason "abort")
+
+
+async def _model(owner: User, slug: str) -> chat_models.ModelSpec:
+    try:
+        spec: chat_models.ModelSpec = await database_sync_to_async(chat_models.model_for)(
+            owner, slug
+        )
+    except chat_models.ModelUnavailable:
+        raise model_not_found(slug) from None
+    return spec
+
+
+@endpoint("GET")
+async def model_list(request: HttpRequest) -> HttpResponseBase:
+    owner = await auth.caller(request)
+    models = await database_sync_to_async(chat_models.models_for)(owner)
+    return JsonResponse({"object": "list", "data": [_model_object(spec) for spec in models]})
+
+
+@endpoint("GET")
+async def model_detail(request: HttpRequest, model: str) -> HttpResponseBase:
+    owner = await auth.caller(request)
+    return JsonResponse(_model_object(await _model(owner, model)))
+
+
+def _model_object(spec: chat_models.ModelSpec) -> dict[str, Any]:
+    # `created` is when the model was made, which chatsite does not know: 0.
+    return {
+        "id": spec.slug,
+        "object": "model",
+        "created": 0,
+        "owned_by": "chatsite",
+        "name": spec.name,
+    }
+
+
+@endpoint("GET", "POST", "DELETE")
+async def not_served(request: HttpRequest, rest: str) -> HttpResponseBase:
+    raise GatewayError(
+        404,
+        f"/v1/{rest} is not served here: the gateway answers /v1/chat/completions and /v1/models.",
+        code="unknown_url",
+    )

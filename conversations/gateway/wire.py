@@ -1,0 +1,268 @@
+"""A /v1/chat/completions request body, checked into a ChatCall, or refused naming the field.
+
+The body is OpenAI's Chat Completions request. What chatsite cannot honour is refused with a 400
+that names the parameter, never ignored: n other than 1, tools, logprobs, a JSON response
+format, penalties, logit_bias, audio, images. Fields that change nothing here (`user`,
+`metadata`, `store`, ...) are ignored, as OpenAI-compatible servers do.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from conversations.chat_models import MAX_SYSTEM_PROMPT_CHARS
+from conversations.engines.base import ChatMessage
+from conversations.gateway.errors import GatewayError, bad_request
+
+MAX_MESSAGES = 1000
+MAX_STOP_SEQUENCES = 4  # OpenAI's limit
+MAX_STOP_CHARS = 200
+MAX_MODEL_CHARS = 200
+_INT_RANGE = (-(2**63), 2**63 - 1)
+# The roles a message may have; "developer" is OpenAI's newer name for a system message.
+_SYSTEM_ROLES = {"system", "developer"}
+_ROLES = {*_SYSTEM_ROLES, "user", "assistant"}
+
+
+@dataclass(frozen=True)
+class ChatCall:
+    """What a call asks for. The last message (the user's) is the new turn, the earlier user and
+    assistant messages its history, the system messages its system prompt."""
+
+    model: str
+    content: str  # the new turn
+    history: tuple[ChatMessage, ...] = ()
+    system_prompt: str | None = None  # None: no system message was sent
+    stream: bool = False
+    include_usage: bool = False
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+
+    @property
+    def first_question(self) -> str:
+        """The call's first user message: its conversation's title is made from it."""
+        return next((m.content for m in self.history if m.role == "user"), self.content)
+
+
+def parse_chat_call(body: bytes) -> ChatCall:
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        raise bad_request("The body is not valid JSON.", code="invalid_json") from None
+    if not isinstance(data, dict):
+        raise bad_request("The body must be a JSON object.", code="invalid_json")
+    _refuse_unsupported(data)
+    model = data.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise bad_request("model is required: the slug of one of your models.", "model")
+    if len(model) > MAX_MODEL_CHARS:
+        raise bad_request(f"model is limited to {MAX_MODEL_CHARS} characters.", "model")
+    system, history, content = _messages(data.get("messages"))
+    stream = _optional_bool(data, "stream") or False
+    options = data.get("stream_options")
+    if options is not None and not stream:
+        raise bad_request("stream_options is only allowed with stream: true.", "stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise bad_request("stream_options must be an object.", "stream_options")
+    include_usage = bool(options and _optional_bool(options, "include_usage", "stream_options."))
+    limit = data.get("max_completion_tokens")
+    limit_name = "max_completion_tokens"
+    if limit is None:  # the older name, still what most clients send
+        limit, limit_name = data.get("max_tokens"), "max_tokens"
+    return ChatCall(
+        model=model.strip(),
+        content=content,
+        history=history,
+        system_prompt=system,
+        stream=stream,
+        include_usage=include_usage,
+        max_tokens=_optional_int(limit, limit_name, minimum=1, maximum=2**31 - 1),
+        temperature=_optional_number(data, "temperature", 0.0, 2.0),
+        top_p=_optional_number(data, "top_p", 0.0, 1.0),
+        stop=_stop(data.get("stop")),
+        seed=_optional_int(data.get("seed"), "seed", *_INT_RANGE),
+    )
+
+
+def parse_conversation_header(value: str | None) -> uuid.UUID | None:
+    """X-Chatsite-Conversation: the id of a conversation of the caller's to add this call to."""
+    if value is None or not value.strip():
+        return None
+    try:
+        return uuid.UUID(value.strip())
+    except ValueError:
+        raise GatewayError(
+            400,
+            "X-Chatsite-Conversation must be the id of one of your conversations.",
+            code="invalid_conversation",
+        ) from None
+
+
+def _messages(raw: object) -> tuple[str | None, tuple[ChatMessage, ...], str]:
+    """The system prompt, the history and the new turn."""
+    if not isinstance(raw, list) or not raw:
+        raise bad_request("messages must be a non-empty list.", "messages")
+    if len(raw) > MAX_MESSAGES:
+        raise bad_request(f"messages is limited to {MAX_MESSAGES} messages.", "messages")
+    system: list[str] = []
+    turns: list[ChatMessage] = []
+    for index, item in enumerate(raw):
+        where = f"messages[{index}]"
+        if not isinstance(item, dict):
+            raise bad_request(f"{where} must be an object.", where)
+        role = item.get("role")
+        if role not in _ROLES:
+            raise bad_request(
+                f"{where}.role must be system, developer, user or assistant; tools and "
+                "function calls are not supported.",
+                f"{where}.role",
+            )
+        if item.get("tool_calls") or item.get("function_call"):
+            raise bad_request("Tool calls are not supported.", f"{where}.tool_calls")
+        text = _content(item.get("content"), f"{where}.content", allow_null=role == "assistant")
+        if role in _SYSTEM_ROLES:
+            system.append(text)
+            continue
+        if role == "user" and len(text) > settings.CHAT_MAX_PROMPT_CHARS:
+            raise bad_request(
+                f"{where}.content is over {settings.CHAT_MAX_PROMPT_CHARS} characters, "
+                "the longest message this server takes.",
+                f"{where}.content",
+                "too_long",
+            )
+        turns.append(ChatMessage(role, text))
+    last = len(raw) - 1
+    if not turns or raw[last].get("role") != "user":
+        raise bad_request(
+            "The last message must be the user's: the reply answers it.", f"messages[{last}].role"
+        )
+    content = turns[-1].content.strip()
+    if not content:
+        raise bad_request(f"messages[{last}].content is empty.", f"messages[{last}].content")
+    prompt = "\n\n".join(system) if system else None
+    if prompt is not None and len(prompt) > MAX_SYSTEM_PROMPT_CHARS:
+        raise bad_request(
+            f"The system messages are over {MAX_SYSTEM_PROMPT_CHARS} characters together.",
+            "messages",
+            "too_long",
+        )
+    return prompt, tuple(turns[:-1]), content
+
+
+def _content(raw: object, where: str, *, allow_null: bool) -> str:
+    """A message's text: a string, or a list of text parts (joined)."""
+    if raw is None and allow_null:
+        return ""
+    if isinstance(raw, list):
+        parts = []
+        for index, part in enumerate(raw):
+            if not isinstance(part, dict) or part.get("type") != "text":
+                raise bad_request(
+                    "Only text content is supported: parts of type text.", f"{where}[{index}]"
+                )
+            parts.append(_text(part.get("text"), f"{where}[{index}].text"))
+        return "".join(parts)
+    return _text(raw, where)
+
+
+def _text(raw: object, where: str) -> str:
+    if not isinstance(raw, str):
+        raise bad_request(f"{where} must be text.", where)
+    if not _storable(raw):
+        raise bad_request(f"{where} contains characters that cannot be saved.", where)
+    return raw
+
+
+def _storable(text: str) -> bool:
+    """False for text a database refuses: PostgreSQL stores no NUL, UTF-8 no lone surrogate."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _stop(raw: object) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    stops = [raw] if isinstance(raw, str) else raw
+    if not isinstance(stops, list) or len(stops) > MAX_STOP_SEQUENCES:
+        raise bad_request(
+            f"stop must be a string or a list of up to {MAX_STOP_SEQUENCES} strings.", "stop"
+        )
+    for stop in stops:
+        if not isinstance(stop, str) or not stop or len(stop) > MAX_STOP_CHARS:
+            raise bad_request(
+                f"Each stop sequence must be text of 1 to {MAX_STOP_CHARS} characters.", "stop"
+            )
+        if not _storable(stop):
+            raise bad_request("stop contains characters that cannot be saved.", "stop")
+    return tuple(stops)
+
+
+def _optional_bool(data: dict[str, Any], name: str, prefix: str = "") -> bool | None:
+    value = data.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise bad_request(f"{prefix}{name} must be true or false.", f"{prefix}{name}")
+    return value
+
+
+def _optional_number(data: dict[str, Any], name: str, low: float, high: float) -> float | None:
+    value = data.get(name)
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not low <= value <= high
+    ):
+        raise bad_request(f"{name} must be a number from {low:g} to {high:g}.", name)
+    return float(value)
+
+
+def _optional_int(value: object, name: str, minimum: int, maximum: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise bad_request(f"{name} must be a whole number from {minimum} to {maximum}.", name)
+    return value
+
+
+def _refuse_unsupported(data: dict[str, Any]) -> None:
+    """Parameters that would change the reply in ways this server cannot: refused by name."""
+    n = data.get("n")
+    if n is not None and (isinstance(n, bool) or n != 1):
+        raise bad_request("Only n=1 is supported: one reply per call.", "n")
+    if data.get("tools") or data.get("functions"):
+        name = "tools" if data.get("tools") else "functions"
+        raise bad_request("Tools and function calling are not supported.", name)
+    if data.get("tool_choice") not in (None, "none", "auto"):
+        raise bad_request("Tools and function calling are not supported.", "tool_choice")
+    if data.get("logprobs") or data.get("top_logprobs") is not None:
+        name = "logprobs" if data.get("logprobs") else "top_logprobs"
+        raise bad_request("Log probabilities are not supported.", name)
+    response_format = data.get("response_format")
+    if response_format is not None and response_format != {"type": "text"}:
+        raise bad_request("Only the text response format is supported.", "response_format")
+    for name in ("frequency_penalty", "presence_penalty"):
+        if data.get(name) not in (None, 0, 0.0) or isinstance(data.get(name), bool):
+            raise bad_request(f"{name} is not supported (only 0).", name)
+    if data.get("logit_bias"):
+        raise bad_request("logit_bias is not supported.", "logit_bias")
+    if data.get("audio") is not None or data.get("modalities") not in (None, ["text"]):
+        name = "audio" if data.get("audio") is not None else "modalities"
+        raise bad_request("Only text is supported.", name)
+    if data.get("prediction") is not None:
+        raise bad_request("Predicted outputs are not supported.", "prediction")
