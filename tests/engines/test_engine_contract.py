@@ -14,6 +14,7 @@ BOUND only keeps a broken backend from hanging the suite; it is no speed require
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -60,6 +61,9 @@ class Harness:
     work_ended: Callable[[EngineStream, Any], Awaitable[None]]
     # A stream the engine will fail.
     failing: Callable[[], EngineStream]
+    # Whether the engine behind it samples as SamplingParams asks (stop sequences, a seed): every
+    # real engine does; the fake vLLM does not model sampling (the vLLM tier runs the real one).
+    samples: bool = True
 
 
 def _scripted(settings: Any) -> Harness:
@@ -169,6 +173,7 @@ def _vllm(settings: Any) -> Harness:
         lambda stream: None,
         work_ended,
         failing,
+        samples=False,
     )
 
 
@@ -217,6 +222,37 @@ async def test_it_streams_deltas_for_a_chat(harness: Harness) -> None:
     assert stream.result.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)
     assert 0 < stream.result.completion_tokens <= harness.short.max_tokens
     assert stream.result.stopped_at is None
+
+
+async def test_a_stop_sequence_ends_the_reply_before_it(harness: Harness) -> None:
+    if not harness.samples:
+        pytest.skip("this engine does not model sampling")
+    free = harness.engine.stream(CHAT, harness.short, request_id="free")
+    async with asyncio.timeout(BOUND):
+        text = await collect(free)
+    words = text.split()
+    assert len(words) >= 3, f"a reply of a few words to cut: {text!r}"
+    # The same prompt with a stop sequence: the same greedy reply, ended just before it.
+    stop = words[2]
+    params = dataclasses.replace(harness.short, stop=(stop,))
+    stopped = harness.engine.stream(CHAT, params, request_id="stopped")
+    async with asyncio.timeout(BOUND):
+        cut = await collect(stopped)
+
+    assert cut.rstrip() == text[: text.index(stop)].rstrip()
+    assert stopped.result.finish_reason is FinishReason.STOP
+
+
+async def test_a_seed_makes_a_sampled_reply_repeatable(harness: Harness) -> None:
+    if not harness.samples:
+        pytest.skip("this engine does not model sampling")
+    params = dataclasses.replace(harness.short, temperature=1.5, top_p=0.95, seed=1234)
+    replies = []
+    for attempt in range(2):
+        stream = harness.engine.stream(CHAT, params, request_id=f"seeded-{attempt}")
+        async with asyncio.timeout(BOUND):
+            replies.append(await collect(stream))
+    assert replies[0] == replies[1] and replies[0].strip()
 
 
 async def test_it_stops_the_engines_work_mid_stream(harness: Harness) -> None:

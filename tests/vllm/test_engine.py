@@ -25,7 +25,9 @@ from tests.engines.test_engine_contract import (
     CHAT,
     TOO_LONG,
     Harness,
+    test_a_seed_makes_a_sampled_reply_repeatable,
     test_a_stop_after_the_reply_ended_stops_nothing,
+    test_a_stop_sequence_ends_the_reply_before_it,
     test_it_accepts_stop_before_the_stream_starts,
     test_it_ends_the_engines_work_when_the_reader_goes_away,
     test_it_keeps_two_concurrent_streams_apart,
@@ -37,7 +39,9 @@ from tests.engines.test_engine_contract import (
 from tests.vllm import smollm2
 
 __all__ = [
+    "test_a_seed_makes_a_sampled_reply_repeatable",
     "test_a_stop_after_the_reply_ended_stops_nothing",
+    "test_a_stop_sequence_ends_the_reply_before_it",
     "test_it_accepts_stop_before_the_stream_starts",
     "test_it_ends_the_engines_work_when_the_reader_goes_away",
     "test_it_keeps_two_concurrent_streams_apart",
