@@ -18,6 +18,7 @@ from conversations.generation.replies import finish_sends
 from conversations.models import Conversation
 from tests.support.chat_models import MODELS
 from tests.support.db import close_worker_connections
+from tests.support.llama_server import LlamaServer, shared_server, stop_shared_server
 from tests.support.replies import generations_finished
 from tests.support.sockets import Socket, conversation_communicator, signed_in_session
 
@@ -66,6 +67,15 @@ def stepped_engine(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     settings.CHAT_ENGINE = "stepped"
     reset_engines()
     return get_engine("stepped")
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[LlamaServer]:
+    """llama.cpp's real OpenAI-compatible server, one for the whole run: every module that
+    uses it shares it (a module that stopped it would pull it from under the others, which
+    run in a random order), and it stops when the run ends."""
+    yield shared_server()
+    stop_shared_server()
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ from conversations.engines import get_engine, reset_engines
 from conversations.engines.base import ChatMessage, EngineError, FinishReason, SamplingParams
 from conversations.engines.openai import OpenAIEngine
 from conversations.models import Message
-from tests.support.llama_server import shared_server, stop_shared_server
 from tests.support.servers import free_port
 from tests.support.sockets import finished, streamed_text
 
@@ -385,12 +384,6 @@ async def test_it_refuses_charlie_before_any_request_reaches_the_server(
 
 
 # -- llama.cpp's real server -------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def llama_server() -> Any:
-    yield shared_server()
-    stop_shared_server()
 
 
 @pytest.fixture

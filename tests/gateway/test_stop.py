@@ -3,7 +3,7 @@ Both go through the generation lifecycle: the engine confirms the stop, the row 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -12,7 +12,7 @@ from channels.db import database_sync_to_async
 
 from conversations.models import Conversation, Message
 from tests.gateway.conftest import Gateway, eventually, request_id_of
-from tests.support.llama_server import LlamaServer, shared_server, stop_shared_server
+from tests.support.llama_server import LlamaServer
 from tests.support.replies import full_reply, wait_until_settled
 from tests.support.servers import NEEDS_SHARED_SERVICES, open_socket, session_cookie
 from tests.support.sockets import LiveSocket, finished, streamed_text
@@ -24,12 +24,6 @@ pytestmark = [
 ]
 
 LONG = 2000  # tokens: a reply that runs for 40 s unless something stops it
-
-
-@pytest.fixture(scope="module")
-def llama_server() -> Iterator[LlamaServer]:
-    yield shared_server()
-    stop_shared_server()  # its process must not outlive the run
 
 
 async def conversation_of(conversation_id: str) -> Conversation:
