@@ -20,7 +20,7 @@ from conversations.models import Conversation, Message
 from conversations.services import branches
 from conversations.services.errors import SendRefused
 from conversations.types import AuthenticatedHttpRequest, MessageId
-from conversations.views import _sidebar_page
+from conversations.views import sidebar_page
 
 
 class SearchForm(forms.Form):
@@ -53,7 +53,7 @@ def conversation_search(request: AuthenticatedHttpRequest) -> HttpResponse:
         return redirect("conversation-list")
     # The page as the list's, with the results in its sidebar (the list's first page below).
     return render(
-        request, "conversations/list.html", {"sidebar": _sidebar_page(request, 1), **context}
+        request, "conversations/list.html", {"sidebar": sidebar_page(request, 1), **context}
     )
 
 

@@ -30,14 +30,14 @@ SIDEBAR_PAGE_SIZE = 50
 @login_required
 @require_GET
 def conversation_list(request: AuthenticatedHttpRequest) -> HttpResponse:
-    return render(request, "conversations/list.html", {"sidebar": _sidebar_page(request, 1)})
+    return render(request, "conversations/list.html", {"sidebar": sidebar_page(request, 1)})
 
 
 @login_required
 @require_GET
 def conversation_sidebar_page(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The next page of the sidebar, loaded by its "Older conversations" button (htmx)."""
-    page = _sidebar_page(request, request.GET.get("page", 1))
+    page = sidebar_page(request, request.GET.get("page", 1))
     # The date group the previous page ended in: its heading is not repeated.
     after_group = request.GET.get("after", "")
     return render(
@@ -47,10 +47,11 @@ def conversation_sidebar_page(request: AuthenticatedHttpRequest) -> HttpResponse
     )
 
 
-def _sidebar_page(
+def sidebar_page(
     request: AuthenticatedHttpRequest, number: int | str, *, open_id: ConversationId | None = None
 ) -> Page[Conversation]:
-    # A page at a time: a user with thousands of conversations still gets a small, fast page.
+    """A page of the user's conversations for the sidebar (every page that shows it, search's
+    too). A page at a time: a user with thousands of conversations still gets a small, fast page."""
     conversations = (
         Conversation.objects.visible_to(request.user).with_messages_or(open_id).newest_first()
     )
@@ -77,7 +78,7 @@ def conversation_new(request: AuthenticatedHttpRequest) -> HttpResponse:
         response = render(
             request,
             "conversations/list.html",
-            {"sidebar": _sidebar_page(request, 1), "error": str(refused)},
+            {"sidebar": sidebar_page(request, 1), "error": str(refused)},
             status=429,
         )
         response["Retry-After"] = str(refused.retry_after)
@@ -124,7 +125,7 @@ def _detail_page(
         "conversations/detail.html",
         {
             "conversation": conversation,
-            "sidebar": _sidebar_page(request, 1, open_id=conversation.pk),
+            "sidebar": sidebar_page(request, 1, open_id=conversation.pk),
             "messages": messages,
             "streaming": any(m.is_active for m in messages),
             "max_prompt_chars": settings.CHAT_MAX_PROMPT_CHARS,
