@@ -25,6 +25,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 USERNAME = "demo"
@@ -237,9 +238,23 @@ def photograph(base: str, chat_path: str, out: Path, chromium: str) -> list[Path
                 page.screenshot(path=str(path), animations="disabled", caret="hide")
                 shrink(path)
                 shots.append(path)
+                if size == "desktop":
+                    shots.append(photograph_search(page, out / f"search-{size}-{scheme}.png"))
                 context.close()
         browser.close()
     return shots
+
+
+def photograph_search(page: Any, path: Path) -> Path:
+    """The sidebar's search as you type: the hits, their snippets with the words marked."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("searchbox").fill("sorted list")
+    expect(page.locator("#search-results mark").first).to_be_visible()
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    page.screenshot(path=str(path), animations="disabled", caret="hide")
+    shrink(path)
+    return path
 
 
 def main() -> int:
