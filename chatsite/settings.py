@@ -395,6 +395,9 @@ CHAT_IMPORT_MAX_CONVERSATION_BYTES = env_int(
 CHAT_IMPORT_MAX_CONVERSATIONS = env_int("CHAT_IMPORT_MAX_CONVERSATIONS", 50_000, minimum=1)
 CHAT_IMPORT_MAX_MESSAGES = env_int("CHAT_IMPORT_MAX_MESSAGES", 10_000, minimum=1)
 CHAT_IMPORT_MAX_MESSAGE_CHARS = env_int("CHAT_IMPORT_MAX_MESSAGE_CHARS", 1_000_000, minimum=1)
+# Imports one user may start in an hour (the page and the API; not manage.py import_history): each
+# may parse hundreds of MB and write for minutes.
+CHAT_IMPORTS_PER_HOUR = env_int("CHAT_IMPORTS_PER_HOUR", 10, minimum=1)
 SPECTACULAR_SETTINGS = {
     "TITLE": "chatsite API",
     "DESCRIPTION": "Read, export and delete your conversations; chat through the "

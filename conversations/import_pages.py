@@ -11,7 +11,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from conversations.imports import FORMATS
-from conversations.imports.source import ImportRefused
+from conversations.imports.source import ImportLimited, ImportRefused
 from conversations.services.imports import ImportReport, check_request_size, import_upload
 from conversations.types import AuthenticatedHttpRequest
 
@@ -55,6 +55,10 @@ def _import(request: AuthenticatedHttpRequest) -> HttpResponse:
             fmt=form.cleaned_data["format"] or None,
             keep_partial=form.cleaned_data["keep_partial"],
         )
+    except ImportLimited as exc:
+        response = _page(request, error=exc.message, status=429)
+        response["Retry-After"] = str(exc.retry_after)
+        return response
     except ImportRefused as exc:
         return _page(request, error=exc.message, status=413 if exc.code == "too_large" else 400)
     return _page(request, report=report, status=200)

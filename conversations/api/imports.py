@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations.imports import FORMATS
-from conversations.imports.source import ImportRefused
+from conversations.imports.source import ImportLimited, ImportRefused
 from conversations.services.imports import (
     ImportedConversation,
     check_request_size,
@@ -36,6 +36,7 @@ ERROR_CODES = [
     "conversation_too_large",
     "too_many_conversations",
     "no_file",
+    "too_many_imports",
 ]
 
 
@@ -105,8 +106,10 @@ class UploadTooLarge(exceptions.APIException):
 
 
 def refused(exc: ImportRefused) -> Response:
-    status = 413 if exc.code == "too_large" else 400
-    return Response({"code": exc.code, "detail": exc.message}, status=status)
+    body = {"code": exc.code, "detail": exc.message}
+    if isinstance(exc, ImportLimited):
+        return Response(body, status=429, headers={"Retry-After": str(exc.retry_after)})
+    return Response(body, status=413 if exc.code == "too_large" else 400)
 
 
 class ImportCreate(APIView):
@@ -137,6 +140,10 @@ class ImportCreate(APIView):
                 ImportErrorSerializer, description="The file cannot be imported; nothing was."
             ),
             413: OpenApiResponse(ImportErrorSerializer, description="The file is too large."),
+            429: OpenApiResponse(
+                ImportErrorSerializer,
+                description="Over CHAT_IMPORTS_PER_HOUR; Retry-After says when to try again.",
+            ),
         },
     )
     def post(self, request: Request) -> Response:

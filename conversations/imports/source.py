@@ -29,6 +29,19 @@ class ImportRefused(Exception):
         self.message = message
 
 
+class ImportLimited(ImportRefused):
+    """The user has started CHAT_IMPORTS_PER_HOUR imports this hour; `retry_after` seconds on,
+    they may start another."""
+
+    def __init__(self, retry_after: int):
+        super().__init__(
+            "too_many_imports",
+            "You have imported too many files this hour. "
+            f"Try again in {max(1, round(retry_after / 60))} minutes.",
+        )
+        self.retry_after = retry_after
+
+
 class ConversationRefused(Exception):
     """One conversation of the file cannot be imported (its shape, a limit); the message says
     why to a person. Unless the user chose to keep what parsed, the whole import stops."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any, cast
 
+from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -30,11 +31,13 @@ from conversations.imports import FORMATS, Format, chatsite, detect
 from conversations.imports.reading import BoundedReader, Limits, json_values, too_large
 from conversations.imports.source import (
     ConversationRefused,
+    ImportLimited,
     ImportRefused,
     SourceConversation,
     clean_text,
 )
 from conversations.models import Conversation, Message
+from conversations.services import ratelimits
 from conversations.types import User
 
 logger = logging.getLogger("chatsite.imports")
@@ -76,6 +79,9 @@ class ImportReport:
     stopped: str = ""
 
 
+IMPORT = "import"  # the rate limit's action (services.ratelimits)
+HOUR_S = 3600
+
 # A multipart body holds the file and a few short fields: this much more than the file is
 # allowed before a request is refused from its Content-Length alone.
 MULTIPART_ALLOWANCE = 64 * 1024
@@ -96,7 +102,12 @@ def check_request_size(meta: Mapping[str, Any], limits: Limits | None = None) ->
 def import_upload(
     *, owner: User, upload: UploadedFile[bytes], fmt: str | None = None, keep_partial: bool = False
 ) -> ImportReport:
-    """import_history on an uploaded file (on disk past FILE_UPLOAD_MAX_MEMORY_SIZE)."""
+    """import_history on an uploaded file (on disk past FILE_UPLOAD_MAX_MEMORY_SIZE), within
+    the owner's CHAT_IMPORTS_PER_HOUR (ImportLimited): every import started counts, refused or
+    not, as each costs the reading."""
+    started = ratelimits.hit(IMPORT, owner.pk, period=HOUR_S)
+    if started.count > settings.CHAT_IMPORTS_PER_HOUR:
+        raise ImportLimited(started.retry_after)
     upload.open("rb")
     report = import_history(
         owner=owner, file=cast("IO[bytes]", upload), fmt=fmt, keep_partial=keep_partial

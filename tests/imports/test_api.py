@@ -169,3 +169,21 @@ def charlie_api(charlie: Any) -> Client:
     from tests.imports.helpers import api_client
 
     return api_client(charlie)
+
+
+def test_imports_an_hour_are_limited_per_user(
+    settings: Any, alice: Any, alice_api: Client, bob_api: Client
+) -> None:
+    settings.CHAT_IMPORTS_PER_HOUR = 2
+    files = [as_json([claude_conversation(str(n))]) for n in range(3)]
+    first = alice_api.post("/api/imports/", {"file": upload(files[0], "c.json")})
+    refused_one = alice_api.post("/api/imports/", {"file": upload(b"not json", "c.json")})
+    assert (first.status_code, refused_one.status_code) == (201, 400), "both count"
+
+    over = alice_api.post("/api/imports/", {"file": upload(files[2], "c.json")})
+
+    assert over.status_code == 429
+    assert over.json()["code"] == "too_many_imports"
+    assert 3000 < int(over["Retry-After"]) <= 3600
+    assert Conversation.objects.filter(owner=alice).count() == 1, "nothing of it was read"
+    assert bob_api.post("/api/imports/", {"file": upload(files[2], "c.json")}).status_code == 201

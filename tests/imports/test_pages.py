@@ -99,3 +99,19 @@ def test_imported_conversations_are_grouped_by_their_own_dates(alice: Any, page:
 
     sidebar = html[html.index('id="conversation-list"') :]
     assert sidebar.index("Older") < sidebar.index("Arithmetic")
+
+
+def test_the_page_says_when_the_hours_imports_are_used_up(
+    settings: Any, alice: Any, page: Client
+) -> None:
+    settings.CHAT_IMPORTS_PER_HOUR = 1
+    form = {"file": upload(chatgpt_zip(chatgpt_branched())), "format": ""}
+    assert page.post("/settings/import/", form).status_code == 200
+
+    again = page.post(
+        "/settings/import/", {"file": upload(as_json([openwebui_chat()])), "format": ""}
+    )
+
+    assert again.status_code == 429 and "Retry-After" in again
+    assert "imported too many files this hour" in again.content.decode()
+    assert Conversation.objects.filter(owner=alice).count() == 1
