@@ -12,6 +12,7 @@ from django_htmx.middleware import HtmxDetails
 
 from conversations import chat_models, engines
 from conversations.forms import ConversationSettingsForm, TitleForm
+from conversations.imports import FORMATS
 from conversations.models import Conversation, UserPreferences
 from conversations.services import branches
 from conversations.services.conversations import (
@@ -98,6 +99,21 @@ def conversation_detail(
     return _detail_page(request, conversation)
 
 
+MAX_CLIENT_CHARS = 60  # of a gateway client's User-Agent, in the header
+
+
+def origin_note(conversation: Conversation) -> str:
+    """Where a conversation not started in this page came from, for its header: an import (its
+    source) or a call to the OpenAI-compatible gateway (its client); "" for the others."""
+    if conversation.origin == Conversation.Origin.IMPORT:
+        source = FORMATS.get(conversation.origin_detail)
+        return f"Imported from {source.LABEL if source else conversation.origin_detail}"
+    if conversation.origin == Conversation.Origin.API:
+        client = conversation.origin_detail[:MAX_CLIENT_CHARS]
+        return f"Through the API ({client})" if client else "Through the API"
+    return ""
+
+
 def _detail_page(
     request: AuthenticatedHttpRequest,
     conversation: Conversation,
@@ -133,6 +149,7 @@ def _detail_page(
             "export_formats": [("markdown", "Markdown"), ("json", "JSON"), ("txt", "Text")],
             "current_model": current,
             "settings_form": settings_form,
+            "origin_note": origin_note(conversation),
         },
         status=status,
     )

@@ -77,3 +77,32 @@ def test_the_page_serves_htmx_locally_and_connects_its_socket(
     assert f'ws-connect="/ws/conversations/{conversation.pk}/"' in page
     assert "/static/django_htmx/htmx-2" in page and "hx-ws-2" in page
     assert "https://" not in page, "no CDN"
+
+
+@pytest.mark.parametrize(
+    ("origin", "detail", "note"),
+    [
+        ("import", "chatgpt", "Imported from ChatGPT"),
+        ("import", "claude", "Imported from Claude"),
+        ("api", "OpenAI/Python 1.52.0", "Through the API (OpenAI/Python 1.52.0)"),
+        ("api", "<script>x</script>", "Through the API (&lt;script&gt;x&lt;/script&gt;)"),
+        ("api", "", "Through the API"),
+    ],
+)
+def test_the_header_says_where_a_conversation_came_from(
+    alice: Any, origin: str, detail: str, note: str
+) -> None:
+    conversation = Conversation.objects.create(owner=alice, origin=origin, origin_detail=detail)
+    client = Client()
+    client.force_login(alice)
+
+    html = client.get(conversation.get_absolute_url()).content.decode()
+
+    assert f'<p class="origin-note">{note}</p>' in html
+
+
+def test_a_conversation_started_here_has_no_origin_note(alice: Any) -> None:
+    conversation = Conversation.objects.create(owner=alice)
+    client = Client()
+    client.force_login(alice)
+    assert "origin-note" not in client.get(conversation.get_absolute_url()).content.decode()
