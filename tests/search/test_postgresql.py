@@ -128,6 +128,17 @@ def test_only_the_newest_matches_are_ranked_for_a_common_word(
     assert Conversation.objects.visible_to(alice).search("zeppelin").count() == 4
 
 
+def test_a_phrase_ranks_fewer_of_its_newest_matches(
+    alice: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search, "WINDOW", 3)
+    monkeypatch.setattr(search, "PHRASE_WINDOW", 1)
+    for name in ("oldest", "newer", "newest"):
+        chat(alice, name, "the red zeppelin")
+    assert ranked(alice, "red zeppelin") == ["newest", "newer", "oldest"]
+    assert ranked(alice, '"red zeppelin"') == ["newest"]
+
+
 @pytest.mark.parametrize("recent_first", [True, False])
 def test_both_ways_of_finding_matches_agree(alice: Any, recent_first: bool) -> None:
     for i in range(5):
