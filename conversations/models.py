@@ -194,6 +194,14 @@ class Conversation(models.Model):
     def get_absolute_url(self) -> str:
         return reverse("conversation-detail", kwargs={"conversation_id": self.id})
 
+    # A conversation untitled by its owner or its model is named by the first words of its first
+    # message (a send, an API call, an import without a title): on one line, this many characters.
+    FIRST_WORDS_CHARS = 80
+
+    @classmethod
+    def first_words(cls, text: str) -> str:
+        return " ".join(text.split())[: cls.FIRST_WORDS_CHARS]
+
     @property
     def group_name(self) -> str:
         """The channel-layer group of this conversation's tabs (its generation's: see broadcast)."""

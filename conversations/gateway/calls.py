@@ -51,7 +51,6 @@ from conversations.types import User
 logger = logging.getLogger("chatsite.gateway")
 
 CLIENT_DISCONNECT = "client_disconnect"  # cancelled_by when the client left mid-reply
-MAX_TITLE_CHARS = 80  # as a send's first words (generation.replies)
 MAX_ORIGIN_DETAIL = 300  # Conversation.origin_detail
 
 
@@ -86,7 +85,7 @@ def call_save(
                 owner=owner,
                 origin=Conversation.Origin.API,
                 origin_detail=_printable(client)[:MAX_ORIGIN_DETAIL],
-                title=" ".join(call.first_question.split())[:MAX_TITLE_CHARS],
+                title=Conversation.first_words(call.first_question),
                 model_slug=model.slug,
                 system_prompt=call.system_prompt,
             )

@@ -190,7 +190,7 @@ def reply_create(
         if user_message is not None:
             # Conditional: this socket's copy may predate a rename in another tab.
             Conversation.objects.filter(pk=conversation.pk, title="", title_is_custom=False).update(
-                title=" ".join(turn.content.split())[:80]
+                title=Conversation.first_words(turn.content)
             )
         # The model picked for this send is the conversation's from now on, in every tab, and
         # the branch the new messages make is the one shown.

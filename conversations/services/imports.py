@@ -350,7 +350,7 @@ def _title(source: SourceConversation) -> str:
     conversation here gets)."""
     title = " ".join(source.title.split())
     if not title and source.messages:
-        title = " ".join(source.messages[0].content.split())[:80]
+        title = Conversation.first_words(source.messages[0].content)
     return title[:MAX_TITLE]
 
 
@@ -359,7 +359,7 @@ def _title_in(value: Any) -> str:
     if isinstance(value, dict):
         for name in ("title", "name"):
             if isinstance(value.get(name), str):
-                return clean_text(" ".join(value[name].split())[:80])
+                return clean_text(Conversation.first_words(value[name]))
     return ""
 
 
