@@ -60,6 +60,7 @@ test-vllm:
 		$(VLLM_VENV)/bin/python -m pytest tests/vllm tests/engines/test_vllm_engine.py -p no:cacheprovider
 
 lint: install-dev
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	DEBUG=1 $(VENV)/bin/mypy chatsite conversations

@@ -46,7 +46,7 @@ def _token(username: str) -> str:
     """A personal API token of the user's, for the gateway's calls (/v1/)."""
     from django.contrib.auth import get_user_model
 
-    from conversations.api.tokens import api_token_create
+    from conversations.services.tokens import api_token_create
 
     return api_token_create(user=get_user_model().objects.get(username=username), name="bench")[1]
 

@@ -16,9 +16,10 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from chatsite import daphne_backpressure  # noqa: E402
 from chatsite.origins import OriginValidator  # noqa: E402
 from chatsite.socket_opens import SocketOpenLimit  # noqa: E402
-from conversations.engines import close_engines, start_loading_at_startup  # noqa: E402
+from conversations.engines import close_engines  # noqa: E402
+from conversations.engines.catalogue import start_loading_at_startup  # noqa: E402
 from conversations.generation.recovery import mark_interrupted_at_startup  # noqa: E402
-from conversations.routing import websocket_urlpatterns  # noqa: E402
+from conversations.sockets.routing import websocket_urlpatterns  # noqa: E402
 
 mark_interrupted_at_startup()
 daphne_backpressure.install()

@@ -4,7 +4,7 @@ Daphne reads every frame a client sends and queues it for the application, witho
 without a setting to give it one. A client sending frames faster than its consumer takes them
 grows that queue in the server's memory and keeps the process's one event loop parsing its frames,
 which every other user's stream waits behind (in one flood the consumer got a frame only every
-0.3-0.7 s, so it could not even close the socket). The consumer's own limits (conversations/throttle.py, CHAT_SOCKET_QUEUED_FRAMES) cannot
+0.3-0.7 s, so it could not even close the socket). The consumer's own limits (conversations/sockets/throttle.py, CHAT_SOCKET_QUEUED_FRAMES) cannot
 help while the frames wait before it.
 
 This protocol stops reading a socket while its application has INBOUND_FRAMES frames waiting and

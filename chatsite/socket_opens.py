@@ -1,6 +1,6 @@
 """How often one browser session may open sockets: refused at the handshake, before any query.
 
-Closing a flooding socket (conversations/throttle.py) only helps if the client cannot open the
+Closing a flooding socket (conversations/sockets/throttle.py) only helps if the client cannot open the
 next one at once: every open costs the process a handshake, the session and user lookups and the
 conversation's, all on the one database thread. A client reconnecting in a loop gets
 CHAT_SOCKET_OPENS_PER_MINUTE opens a minute, counted per session cookie (per address when it sends

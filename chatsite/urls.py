@@ -6,7 +6,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("conversations.api.urls")),
     path("v1/", include("conversations.gateway.urls")),  # the OpenAI-compatible gateway
-    path("", include("conversations.metrics_views")),
-    path("", include("conversations.health")),
+    path("", include("conversations.ops.metrics_views")),
+    path("", include("conversations.ops.health")),
     path("", include("conversations.urls")),
 ]

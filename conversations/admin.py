@@ -21,8 +21,9 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from conversations import chat_models
+from conversations import search
 from conversations.api import exports
+from conversations.engines import catalogue, specs
 from conversations.models import (
     ChatModel,
     Conversation,
@@ -217,7 +218,7 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin[Conversation]):
         self, request: HttpRequest, queryset: QuerySet[Conversation], search_term: str
     ) -> tuple[QuerySet[Conversation], bool]:
         # An Exists subquery, so no duplicate rows and no DISTINCT over the annotations.
-        return as_conversations(queryset).search(search_term), False
+        return search.filter_matching(as_conversations(queryset), search_term), False
 
     @admin.display(description="Messages", ordering="message_count")
     def message_count(self, conversation: ConversationWithStats) -> int:
@@ -316,11 +317,11 @@ class ChatModelForm(forms.ModelForm[ChatModel]):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         slug = cleaned.get("slug")
-        if slug and slug in {spec.slug for spec in chat_models.declared_models()}:
+        if slug and slug in {spec.slug for spec in specs.declared_models()}:
             self.add_error("slug", "A model declared in CHAT_MODELS has this slug.")
         if not self.errors:
             row = ChatModel(**{k: v for k, v in cleaned.items() if k != "groups"})
-            for problem in chat_models.spec_problems(row.spec()):
+            for problem in specs.spec_problems(catalogue.spec_of(row)):
                 self.add_error(None, problem[0].upper() + problem[1:] + ".")
         return cleaned
 
@@ -339,7 +340,7 @@ class ChatModelAdmin(admin.ModelAdmin[ChatModel]):
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        declared = chat_models.declared_models()
+        declared = specs.declared_models()
         return super().changelist_view(request, {**(extra_context or {}), "declared": declared})
 
 

@@ -9,10 +9,11 @@ class ConversationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from conversations import chat_models, checks, signals  # noqa: F401 - registers them
+        from conversations import checks, signals  # noqa: F401 - registers them
+        from conversations.engines import specs  # registers its setting_changed receiver
 
         # A bad CHAT_MODELS entry stops start-up here, with a message that names it.
-        chat_models.declared_models()
+        specs.declared_models()
 
         if not settings.REDIS_URL:
             # A warning in production: several processes without Redis cannot see each other.

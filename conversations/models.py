@@ -1,7 +1,7 @@
 import uuid
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import models
@@ -11,22 +11,12 @@ from django.urls import reverse
 
 from conversations.types import AnyUser
 
-if TYPE_CHECKING:
-    from conversations.chat_models import ModelSpec
-
 
 class ConversationQuerySet(models.QuerySet["Conversation"]):
     def visible_to(self, user: AnyUser) -> "ConversationQuerySet":
         if not user.is_authenticated:
             return self.none()
         return self.filter(owner=user)
-
-    def search(self, text: str) -> "ConversationQuerySet":
-        """Conversations whose title or any message matches the text, in this queryset's order:
-        full-text on PostgreSQL, contains elsewhere (conversations.search, as the page's)."""
-        from conversations import search
-
-        return search.filter_matching(self, text)
 
     def in_range(
         self, since: datetime | None = None, until: datetime | None = None
@@ -80,7 +70,7 @@ class ConversationQuerySet(models.QuerySet["Conversation"]):
 
 class ChatModel(models.Model):
     """A model users can chat with, managed in the admin (more can be declared in CHAT_MODELS:
-    see conversations.chat_models, which turns a row into the same ModelSpec)."""
+    see conversations.engines.catalogue, which turns a row into the same ModelSpec)."""
 
     slug = models.SlugField(max_length=50, unique=True, help_text="Its name in the API and URLs.")
     name = models.CharField(max_length=100, help_text="The name users see in the picker.")
@@ -117,27 +107,6 @@ class ChatModel(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.slug})"
 
-    def spec(self) -> "ModelSpec":
-        """This row as the registry's ModelSpec (groups prefetched, or one query)."""
-        from conversations.chat_models import ModelSpec
-
-        return ModelSpec(
-            slug=self.slug,
-            name=self.name,
-            backend=self.backend,
-            model_id=self.model_id,
-            options=dict(self.options or {}),
-            context_tokens=self.context_tokens,
-            system_prompt=self.system_prompt,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            max_temperature=self.max_temperature,
-            max_tokens_limit=self.max_tokens_limit,
-            groups=tuple(group.name for group in self.groups.all()) if self.pk else (),
-            enabled=self.enabled,
-            declared=False,
-        )
-
 
 class Conversation(models.Model):
     class Origin(models.TextChoices):
@@ -152,7 +121,7 @@ class Conversation(models.Model):
     title = models.CharField(max_length=200, blank=True)
     # False until someone renames it; until then the first message gives the title.
     title_is_custom = models.BooleanField(default=False)
-    # The model its next reply uses (a slug of conversations.chat_models; empty: the owner's
+    # The model its next reply uses (a slug of conversations.engines.catalogue; empty: the owner's
     # default) and its own settings within that model's bounds (null: the model's default).
     model_slug = models.CharField(max_length=50, blank=True)
     # null and "" differ here: the model's default prompt, or none at all.

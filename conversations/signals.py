@@ -18,8 +18,8 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.http import HttpRequest
 
-from conversations import broadcast
-from conversations.protocol import SessionsChanged
+from conversations.events import broadcast
+from conversations.events.protocol import SessionsChanged
 
 logger = logging.getLogger("chatsite.sessions")
 

@@ -126,8 +126,8 @@ async def check(args: argparse.Namespace) -> bool:
     from django.contrib.auth import get_user_model
 
     from conversations.models import Conversation
-    from conversations.renderers import JSON_SUBPROTOCOL
-    from conversations.routing import websocket_urlpatterns
+    from conversations.sockets.renderers import JSON_SUBPROTOCOL
+    from conversations.sockets.routing import websocket_urlpatterns
 
     def make_conversation() -> Any:
         user = get_user_model().objects.create_user("vllm-check", password="unused-password")

@@ -12,8 +12,8 @@ from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 
-from conversations.chat_models import ModelSpec, declared_models
 from conversations.engines import BACKENDS, get_engine, reset_engines
+from conversations.engines.specs import ModelSpec, declared_models
 from conversations.generation.replies import finish_sends
 from conversations.models import Conversation
 from tests.support.chat_models import MODELS

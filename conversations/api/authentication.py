@@ -9,7 +9,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
-from conversations.api.tokens import api_token_user
+from conversations.services.tokens import api_token_user
 from conversations.types import User
 
 if TYPE_CHECKING:

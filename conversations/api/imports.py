@@ -14,12 +14,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations.imports import FORMATS
-from conversations.imports.source import ImportLimited, ImportRefused
-from conversations.services.imports import (
+from conversations.imports.importer import (
     ImportedConversation,
     check_request_size,
     import_upload,
 )
+from conversations.imports.source import ImportLimited, ImportRefused
 from conversations.types import User
 
 ERROR_CODES = [

@@ -26,7 +26,7 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
-from conversations import chat_models, engines
+from conversations import engines, search
 from conversations.api import cursors, exports
 from conversations.api.serializers import (
     ChatModelSerializer,
@@ -37,6 +37,7 @@ from conversations.api.serializers import (
     ShareLinkCreatedSerializer,
     ShareLinkSerializer,
 )
+from conversations.engines import catalogue, specs
 from conversations.models import Conversation, ConversationQuerySet, ShareLink
 from conversations.services.conversations import (
     conversation_configure,
@@ -58,10 +59,9 @@ def filtered(request: Request) -> ConversationQuerySet:
     filters = ConversationFilterSerializer(data=request.query_params)
     filters.is_valid(raise_exception=True)
     params = filters.validated_data
-    return (
-        Conversation.objects.visible_to(request.user)
-        .search(params.get("q", ""))
-        .in_range(params.get("since"), params.get("until"))
+    mine = Conversation.objects.visible_to(request.user)
+    return search.filter_matching(mine, params.get("q", "")).in_range(
+        params.get("since"), params.get("until")
     )
 
 
@@ -155,12 +155,12 @@ class ModelList(APIView):
     def get(self, request: Request) -> Response:
         models = [
             {**_model_fields(spec), "status": _STATUS[engines.load_state(spec)]}
-            for spec in chat_models.models_for(request.user)
+            for spec in catalogue.models_for(request.user)
         ]
         return Response(ChatModelSerializer(models, many=True).data)
 
 
-def _model_fields(spec: chat_models.ModelSpec) -> dict[str, object]:
+def _model_fields(spec: specs.ModelSpec) -> dict[str, object]:
     return {name: getattr(spec, name) for name in _SPEC_FIELDS}
 
 

@@ -21,15 +21,9 @@ from concurrent.futures import Future
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from conversations.chat_models import ModelSpec, declared_models, legacy_spec
+from conversations.engines.backends import BACKENDS
 from conversations.engines.base import Engine
-
-BACKENDS = {
-    "scripted": "conversations.engines.scripted",
-    "llamacpp": "conversations.engines.llamacpp",
-    "openai": "conversations.engines.openai",
-    "vllm": "conversations.engines.vllm",
-}
+from conversations.engines.specs import ModelSpec, legacy_spec
 
 logger = logging.getLogger("chatsite.engines")
 
@@ -48,7 +42,7 @@ def check_engine_setting() -> str | None:
     Only the name is checked: building the engine (loading a model) is left to the first reply.
     """
     if settings.CHAT_MODELS.strip():
-        return None  # the declared models are checked instead (conversations.chat_models)
+        return None  # the declared models are checked instead (conversations.engines.catalogue)
     name = settings.CHAT_ENGINE
     return None if name in BACKENDS else _unknown_engine(name)
 
@@ -139,32 +133,6 @@ def _load(engine: Engine, load: Future[None]) -> None:
     else:
         logger.info("the %s engine is ready", engine.name)
         load.set_result(None)
-
-
-def start_loading_at_startup() -> None:
-    """Start loading every enabled model as the process starts, on a thread (listing the admin's
-    models reads the database, which the event loop may not do). A problem is logged (the
-    system check has said what is wrong) and each send reports it to its user."""
-    threading.Thread(target=_load_enabled_models, name="load-models", daemon=True).start()
-
-
-def _load_enabled_models() -> None:
-    from django.db import connection
-
-    from conversations.chat_models import all_models
-
-    try:
-        specs = [spec for spec in all_models() if spec.enabled]
-    except Exception:
-        logger.exception("could not list the models to load")
-        specs = [spec for spec in declared_models() if spec.enabled]
-    finally:
-        connection.close()
-    for spec in specs:
-        try:
-            start_loading(spec)
-        except ImproperlyConfigured as exc:
-            logger.error("the model %s is not available: %s", spec.slug, exc)
 
 
 async def loaded(model: ModelSpec) -> None:

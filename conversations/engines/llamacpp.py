@@ -21,7 +21,6 @@ from pathlib import Path
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from conversations.chat_models import ModelSpec
 from conversations.engines.base import (
     ChatMessage,
     EngineError,
@@ -30,6 +29,7 @@ from conversations.engines.base import (
     SamplingParams,
 )
 from conversations.engines.llamacpp_bindings import LocalModel, load_model
+from conversations.engines.specs import ModelSpec
 
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

@@ -19,7 +19,6 @@ import httpx
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from conversations.chat_models import ModelSpec
 from conversations.engines.base import (
     ChatMessage,
     EngineError,
@@ -28,6 +27,7 @@ from conversations.engines.base import (
     SamplingParams,
     estimate_tokens,
 )
+from conversations.engines.specs import ModelSpec
 
 # After [DONE] the reader reads on to the end of the body, so the connection goes back to the
 # pool; a server that does not end it this soon loses the connection instead.

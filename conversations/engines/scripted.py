@@ -17,7 +17,6 @@ from datetime import datetime
 
 from django.conf import settings
 
-from conversations.chat_models import ModelSpec
 from conversations.engines.base import (
     ChatMessage,
     EngineError,
@@ -26,6 +25,7 @@ from conversations.engines.base import (
     SamplingParams,
     estimate_tokens,
 )
+from conversations.engines.specs import ModelSpec
 
 WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
 

@@ -28,7 +28,6 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from conversations.chat_models import ModelSpec
 from conversations.engines.base import (
     ChatMessage,
     EngineError,
@@ -37,6 +36,7 @@ from conversations.engines.base import (
     SamplingParams,
     estimate_tokens,
 )
+from conversations.engines.specs import ModelSpec
 
 
 @dataclass(frozen=True)

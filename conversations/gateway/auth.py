@@ -9,8 +9,8 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 from django.http import HttpRequest
 
-from conversations.api.tokens import api_token_user
 from conversations.gateway.errors import unauthenticated
+from conversations.services.tokens import api_token_user
 from conversations.types import User
 
 MAX_KEY_CHARS = 200  # keys are 46 characters; anything far longer is not one

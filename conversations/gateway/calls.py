@@ -35,14 +35,14 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
 
-from conversations.chat_models import ModelSpec
 from conversations.engines.base import ChatMessage
+from conversations.engines.specs import ModelSpec
+from conversations.events.protocol import Delta, Event, Finished, MessagePayload
 from conversations.gateway.errors import from_refusal
 from conversations.gateway.wire import ChatCall
 from conversations.generation import replies, rows
 from conversations.generation.runner import Generation, ReplyPlan
 from conversations.models import Conversation, Message
-from conversations.protocol import Delta, Event, Finished, MessagePayload
 from conversations.services.conversations import conversation_delete
 from conversations.services.errors import ConversationGone, SendRefused
 from conversations.services.limits import check_create_allowed

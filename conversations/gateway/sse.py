@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from conversations.protocol import MessagePayload
+from conversations.events.protocol import MessagePayload
 
 DONE = b"data: [DONE]\n\n"
 ABORTED = "abort"

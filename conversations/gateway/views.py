@@ -23,7 +23,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from conversations import chat_models
+from conversations.engines import catalogue, specs
+from conversations.events.protocol import MessagePayload
 from conversations.gateway import auth, sse
 from conversations.gateway.calls import CallReply, call_start
 from conversations.gateway.errors import (
@@ -33,7 +34,6 @@ from conversations.gateway.errors import (
     model_not_found,
 )
 from conversations.gateway.wire import parse_chat_call, parse_conversation_header
-from conversations.protocol import MessagePayload
 from conversations.types import User
 
 CONVERSATION_HEADER = "X-Chatsite-Conversation"
@@ -146,12 +146,10 @@ def _succeeded(reply: CallReply) -> MessagePayload:
     return saved  # complete, or stopped (finish reason "abort")
 
 
-async def _model(owner: User, slug: str) -> chat_models.ModelSpec:
+async def _model(owner: User, slug: str) -> specs.ModelSpec:
     try:
-        spec: chat_models.ModelSpec = await database_sync_to_async(chat_models.model_for)(
-            owner, slug
-        )
-    except chat_models.ModelUnavailable:
+        spec: specs.ModelSpec = await database_sync_to_async(catalogue.model_for)(owner, slug)
+    except specs.ModelUnavailable:
         raise model_not_found(slug) from None
     return spec
 
@@ -159,7 +157,7 @@ async def _model(owner: User, slug: str) -> chat_models.ModelSpec:
 @endpoint("GET")
 async def model_list(request: HttpRequest) -> HttpResponseBase:
     owner = await auth.caller(request)
-    models = await database_sync_to_async(chat_models.models_for)(owner)
+    models = await database_sync_to_async(catalogue.models_for)(owner)
     return JsonResponse({"object": "list", "data": [_model_object(spec) for spec in models]})
 
 
@@ -169,7 +167,7 @@ async def model_detail(request: HttpRequest, model: str) -> HttpResponseBase:
     return JsonResponse(_model_object(await _model(owner, model)))
 
 
-def _model_object(spec: chat_models.ModelSpec) -> dict[str, Any]:
+def _model_object(spec: specs.ModelSpec) -> dict[str, Any]:
     # `created` is when the model was made, which chatsite does not know: 0.
     return {
         "id": spec.slug,

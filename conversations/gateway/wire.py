@@ -16,9 +16,10 @@ from typing import Any
 
 from django.conf import settings
 
-from conversations.chat_models import MAX_SYSTEM_PROMPT_CHARS
 from conversations.engines.base import ChatMessage
+from conversations.engines.specs import MAX_SYSTEM_PROMPT_CHARS
 from conversations.gateway.errors import GatewayError, bad_request
+from conversations.services.text import storable
 
 MAX_MESSAGES = 1000
 MAX_STOP_SEQUENCES = 4  # OpenAI's limit
@@ -177,20 +178,9 @@ def _content(raw: object, where: str, *, allow_null: bool) -> str:
 def _text(raw: object, where: str) -> str:
     if not isinstance(raw, str):
         raise bad_request(f"{where} must be text.", where)
-    if not _storable(raw):
+    if not storable(raw):
         raise bad_request(f"{where} contains characters that cannot be saved.", where)
     return raw
-
-
-def _storable(text: str) -> bool:
-    """False for text a database refuses: PostgreSQL stores no NUL, UTF-8 no lone surrogate."""
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _stop(raw: object) -> tuple[str, ...]:
@@ -206,7 +196,7 @@ def _stop(raw: object) -> tuple[str, ...]:
             raise bad_request(
                 f"Each stop sequence must be text of 1 to {MAX_STOP_CHARS} characters.", "stop"
             )
-        if not _storable(stop):
+        if not storable(stop):
             raise bad_request("stop contains characters that cannot be saved.", "stop")
     return tuple(stops)
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from conversations import broadcast, protocol
+from conversations.events import broadcast, protocol
 from conversations.generation import rows
 from conversations.generation.keepalive import keep_alive
 

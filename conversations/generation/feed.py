@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable
 
 from django.conf import settings
 
-from conversations import broadcast
+from conversations.events import broadcast
+from conversations.events.protocol import Delta, Event, Snapshot
 from conversations.generation.coalescer import Coalescer
-from conversations.protocol import Delta, Event, Snapshot
 
 logger = logging.getLogger("chatsite.generation")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from conversations.protocol import Event
+from conversations.events.protocol import Event
 
 Listener = asyncio.Queue[Event | None]
 

@@ -16,8 +16,8 @@ from django.db import DatabaseError
 from django.db.models import Q
 from django.utils import timezone
 
+from conversations.events.protocol import MessagePayload, message_payload
 from conversations.models import Conversation, Message
-from conversations.protocol import MessagePayload, message_payload
 from conversations.services.branches import version_of
 
 logger = logging.getLogger("chatsite.recovery")

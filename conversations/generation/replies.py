@@ -19,14 +19,15 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 
-from conversations import broadcast, chat_models, engines
-from conversations.engines import get_engine
+from conversations import engines
+from conversations.engines import catalogue, get_engine, specs
 from conversations.engines.base import Engine
+from conversations.events import broadcast
+from conversations.events.protocol import Cancel, Started, Sync, message_payload
 from conversations.generation import rows
 from conversations.generation.recovery import replies_mark_interrupted
 from conversations.generation.runner import Generation, ReplyPlan, running_here
 from conversations.models import Conversation, Message
-from conversations.protocol import Cancel, Started, Sync, message_payload
 from conversations.services import branches, prompt, sessions
 from conversations.services.errors import (
     ConversationGone,
@@ -116,7 +117,7 @@ def reply_create(
     owner = get_user_model().objects.get(pk=conversation.owner_id)
     spec = _available_model(owner, model_slug or choices["model_slug"])
     engine = _available_engine(spec)
-    used = chat_models.reply_settings(
+    used = specs.reply_settings(
         spec,
         system_prompt=_first_set(call.system_prompt, choices["system_prompt"]),
         temperature=_first_set(call.temperature, choices["temperature"]),
@@ -275,14 +276,14 @@ def _place(conversation: Conversation, turn: Turn, leaf_id: int | None) -> _Plac
     raise ValueError(f"unknown turn {turn.kind!r}")
 
 
-def _available_model(owner: AnyUser, slug: str) -> chat_models.ModelSpec:
+def _available_model(owner: AnyUser, slug: str) -> specs.ModelSpec:
     try:
-        return chat_models.model_for(owner, slug)
-    except chat_models.ModelUnavailable as exc:
+        return catalogue.model_for(owner, slug)
+    except specs.ModelUnavailable as exc:
         raise ModelUnavailable(f"{exc} Pick another model; your message was not sent.") from None
 
 
-def _available_engine(spec: chat_models.ModelSpec) -> Engine:
+def _available_engine(spec: specs.ModelSpec) -> Engine:
     """The model's engine, or a refusal the sender can read (the socket stays open)."""
     try:
         return get_engine(spec)

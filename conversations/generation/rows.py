@@ -17,9 +17,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from conversations.engines.base import StreamResult
+from conversations.events.protocol import MessagePayload, message_payload
 from conversations.generation.recovery import INTERRUPTED_ERROR
 from conversations.models import Conversation, Message
-from conversations.protocol import MessagePayload, message_payload
 from conversations.services.branches import version_of
 
 Status = Message.Status

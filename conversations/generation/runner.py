@@ -23,8 +23,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 
-from conversations import broadcast, engines, metrics
-from conversations.chat_models import ModelSpec, ReplySettings
+from conversations import engines
 from conversations.engines import get_engine
 from conversations.engines.base import (
     ChatMessage,
@@ -32,13 +31,16 @@ from conversations.engines.base import (
     EngineStream,
     SamplingParams,
 )
+from conversations.engines.specs import ModelSpec, ReplySettings
+from conversations.events import broadcast
+from conversations.events.protocol import Event, Finished, MessagePayload, Started
 from conversations.generation import rows, titles
 from conversations.generation.control import Control
 from conversations.generation.feed import Feed
 from conversations.generation.listeners import Listeners
 from conversations.generation.recovery import INTERRUPTED_ERROR
 from conversations.models import Message
-from conversations.protocol import Event, Finished, MessagePayload, Started
+from conversations.ops import metrics
 from conversations.services import prompt
 
 logger = logging.getLogger("chatsite.generation")

@@ -22,12 +22,12 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from conversations import broadcast
-from conversations.chat_models import ModelSpec
 from conversations.engines import get_engine
 from conversations.engines.base import ChatMessage, SamplingParams
+from conversations.engines.specs import ModelSpec
+from conversations.events import broadcast
+from conversations.events.protocol import Cancel, TitleChanged
 from conversations.models import Conversation
-from conversations.protocol import Cancel, TitleChanged
 
 logger = logging.getLogger("chatsite.generation")
 

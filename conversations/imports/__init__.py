@@ -4,7 +4,7 @@ One module per format, each with the same small shape: NAME (stored as the conve
 origin_detail), LABEL (what people read), looks_like(value) (is this JSON value one of its
 conversations?) and parse(value) -> SourceConversation. A new format is one module and one line
 in FORMATS. Reading the file (zip, JSON, JSON lines, limits) is reading.py; writing what was
-read is conversations.services.imports.
+read is conversations.imports.importer.
 """
 
 from __future__ import annotations

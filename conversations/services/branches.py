@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from conversations import broadcast
+from conversations.events import broadcast
+from conversations.events.protocol import BranchChanged
 from conversations.models import Conversation, Message
-from conversations.protocol import BranchChanged
 from conversations.services.errors import ReplyInProgress, SendRefused
 
 

@@ -7,9 +7,10 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from conversations import broadcast, chat_models
+from conversations.engines import catalogue, specs
+from conversations.events import broadcast
+from conversations.events.protocol import Cancel, Deleted
 from conversations.models import Conversation
-from conversations.protocol import Cancel, Deleted
 from conversations.types import AnyUser, User
 
 MAX_TITLE = 200
@@ -42,8 +43,8 @@ def conversation_configure(
     if unknown:
         raise ValueError(f"not settings: {', '.join(sorted(unknown))}")
     try:
-        spec = chat_models.model_for(user, changes.get("model_slug", conversation.model_slug))
-    except chat_models.ModelUnavailable as exc:
+        spec = catalogue.model_for(user, changes.get("model_slug", conversation.model_slug))
+    except specs.ModelUnavailable as exc:
         raise ValidationError({"model_slug": str(exc)}) from None
     errors = {}
     temperature = changes.get("temperature")
@@ -60,9 +61,9 @@ def conversation_configure(
     if system_prompt is not None:
         # A form's textarea sends CRLF line breaks; the API and the engines expect "\n".
         system_prompt = changes["system_prompt"] = system_prompt.replace("\r\n", "\n")
-    if system_prompt is not None and len(system_prompt) > chat_models.MAX_SYSTEM_PROMPT_CHARS:
+    if system_prompt is not None and len(system_prompt) > specs.MAX_SYSTEM_PROMPT_CHARS:
         errors["system_prompt"] = (
-            f"System prompts are limited to {chat_models.MAX_SYSTEM_PROMPT_CHARS} characters."
+            f"System prompts are limited to {specs.MAX_SYSTEM_PROMPT_CHARS} characters."
         )
     if errors:
         raise ValidationError(errors)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from conversations.chat_models import ReplySettings
 from conversations.engines.base import ChatMessage, Engine
+from conversations.engines.specs import ReplySettings
 from conversations.models import Message
 from conversations.services.branches import path_to
 

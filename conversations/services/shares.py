@@ -1,7 +1,7 @@
 """Read-only share links: a snapshot of a conversation that anyone with its link may read.
 
 A link's token is 32 random bytes, stored only as its SHA-256 (as API keys are: see
-conversations.api.tokens): the link is shown once, when it is made, and a lookup is one indexed
+conversations.services.tokens): the link is shown once, when it is made, and a lookup is one indexed
 query on the hash. The snapshot is taken when the link is made, so later messages, renames and
 other versions of a turn never reach its readers; revoking it makes the link unknown at once.
 """
@@ -16,9 +16,9 @@ from typing import Any
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from conversations.api.tokens import key_hash
 from conversations.models import Conversation, Message, ShareLink
 from conversations.services import branches
+from conversations.services.tokens import key_hash
 from conversations.types import User
 
 # What a reader sees of each message; nothing else is copied (no ids, no owner, no settings).

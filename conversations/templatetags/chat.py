@@ -4,7 +4,7 @@ from django import template
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
-from conversations.rendering import render_markdown, streaming_parts
+from conversations.pages.markdown import render_markdown, streaming_parts
 
 register = template.Library()
 

@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from conversations.api.tokens import api_token_create
 from conversations.models import Conversation
+from conversations.services.tokens import api_token_create
 from tests.support.history import add_exchange
 
 

@@ -13,8 +13,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from conversations.api.serializers import message_data
-from conversations.api.tokens import api_token_create, key_hash
 from conversations.models import ApiToken, Conversation, Message
+from conversations.services.tokens import api_token_create, key_hash
 from tests.support.history import add_exchange
 
 TIMESTAMPS = (

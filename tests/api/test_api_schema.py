@@ -24,8 +24,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from conversations.api.tokens import api_token_create
 from conversations.models import Conversation, Message
+from conversations.services.tokens import api_token_create
 
 # Small on purpose: the suite runs on shared cores; this covers each operation a few dozen times.
 EXAMPLES = 60

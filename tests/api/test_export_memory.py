@@ -18,7 +18,7 @@ import httpx
 import pytest
 from django.conf import settings
 
-from conversations.api.tokens import api_token_create
+from conversations.services.tokens import api_token_create
 from tests.support.history import in_export_order, make_history
 from tests.support.servers import ServerProcess, servers
 

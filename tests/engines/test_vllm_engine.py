@@ -20,10 +20,10 @@ from channels.db import database_sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 
 from conversations import engines
-from conversations.chat_models import legacy_spec
 from conversations.engines import get_engine, reset_engines
 from conversations.engines import vllm as vllm_backend
 from conversations.engines.base import ChatMessage, EngineError, FinishReason, SamplingParams
+from conversations.engines.specs import legacy_spec
 from conversations.models import Message
 from tests.support import fake_vllm
 from tests.support.sockets import finished, streamed_text

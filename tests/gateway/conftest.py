@@ -21,7 +21,7 @@ import httpx
 import pytest
 from openai import AsyncOpenAI
 
-from conversations.api.tokens import api_token_create
+from conversations.services.tokens import api_token_create
 from tests.support import servers as live
 from tests.support.servers import ServerProcess
 

@@ -17,13 +17,13 @@ from django.core.management.base import SystemCheckError
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from conversations import broadcast
 from conversations.engines import get_engine, reset_engines
 from conversations.engines.base import EngineError, FinishReason
 from conversations.engines.llamacpp import LlamaCppEngine
+from conversations.events import broadcast
+from conversations.events.protocol import Sync
 from conversations.generation import rows
 from conversations.models import Conversation, Message
-from conversations.protocol import Sync
 from tests.support.replies import reply_of, wait_for_reply
 from tests.support.sockets import finished, is_delta, started, streamed_text
 

@@ -14,9 +14,9 @@ from channels.routing import URLRouter
 from django.urls import path
 from prometheus_client import REGISTRY
 
-from conversations.consumers import ConversationConsumer
 from conversations.engines.scripted import scripted_token
 from conversations.models import Message
+from conversations.sockets.consumer import ConversationConsumer
 from tests.support.replies import full_reply, reply_of, wait_for_status
 from tests.support.sockets import (
     Socket,

@@ -9,9 +9,9 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.layers import channel_layers
 
-from conversations.chat_models import ReplySettings
 from conversations.engines.base import ChatMessage
 from conversations.engines.scripted import scripted_token
+from conversations.engines.specs import ReplySettings
 from conversations.models import Conversation, Message
 from conversations.services.branches import link_as_a_line
 from conversations.services.prompt import fit_to_context, load_history

@@ -138,7 +138,7 @@ async def test_deleting_the_conversation_stops_its_title_request_in_the_engine(
 
 
 def _spec() -> Any:
-    from conversations.chat_models import declared_models
+    from conversations.engines.specs import declared_models
 
     return declared_models()[0]
 

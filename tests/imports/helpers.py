@@ -8,10 +8,10 @@ from typing import Any
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from conversations.api.tokens import api_token_create
+from conversations.imports.importer import ImportReport, import_history
 from conversations.models import Conversation, Message
 from conversations.services import branches
-from conversations.services.imports import ImportReport, import_history
+from conversations.services.tokens import api_token_create
 
 
 def imported(owner: Any, data: bytes, **options: Any) -> ImportReport:

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from conversations.imports.importer import ALREADY_IMPORTED
 from conversations.models import Conversation
-from conversations.services.imports import ALREADY_IMPORTED
 from tests.imports.helpers import upload
 from tests.imports.sources import as_json, chatgpt_branched, chatgpt_zip, claude_conversation
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from conversations.imports.importer import ALREADY_IMPORTED, TWICE_IN_FILE
 from conversations.imports.source import (
     LEFT_OUT_EMPTY,
     LEFT_OUT_HIDDEN,
@@ -13,7 +14,6 @@ from conversations.imports.source import (
     ImportRefused,
 )
 from conversations.models import Conversation
-from conversations.services.imports import ALREADY_IMPORTED, TWICE_IN_FILE
 from tests.imports.helpers import by_content, imported, left_out, shown
 from tests.imports.sources import (
     as_json,

@@ -14,10 +14,10 @@ import pytest
 from django.test import Client
 
 from conversations.imports import reading
+from conversations.imports.importer import import_history
 from conversations.imports.reading import Limits
 from conversations.imports.source import ImportRefused
 from conversations.models import Conversation, Message
-from conversations.services.imports import import_history
 from tests.imports.helpers import by_content, imported, shown
 from tests.imports.sources import (
     as_json,

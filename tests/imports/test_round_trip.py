@@ -10,8 +10,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from conversations.imports.importer import ALREADY_HERE
 from conversations.models import Conversation, Message
-from conversations.services.imports import ALREADY_HERE
 from tests.imports.helpers import imported, upload
 
 pytestmark = pytest.mark.django_db

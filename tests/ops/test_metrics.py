@@ -186,7 +186,7 @@ async def test_it_counts_engine_errors(
 
 RECORD = """
 import django; django.setup()
-from conversations import metrics
+from conversations.ops import metrics
 observer = metrics.GenerationObserver("scripted", "r")
 observer.token(); observer.token()
 observer.finished("complete", tokens=2)
@@ -196,7 +196,7 @@ metrics.socket_opened()
 SHOW = """
 import django; django.setup()
 from prometheus_client import generate_latest
-from conversations import metrics
+from conversations.ops import metrics
 metrics.socket_opened()
 print(generate_latest(metrics.registry()).decode())
 """

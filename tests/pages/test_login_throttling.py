@@ -14,7 +14,7 @@ from django.db.models import F
 from django.test import AsyncClient, Client
 from django.urls import reverse
 
-from conversations.api.tokens import api_token_create
+from conversations.services.tokens import api_token_create
 from tests.support.db import close_worker_connections
 
 SITE_LOGIN = "/accounts/login/"

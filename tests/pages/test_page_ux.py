@@ -13,9 +13,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from conversations.events.protocol import message_payload
 from conversations.models import Conversation, Message, UserPreferences
-from conversations.protocol import message_payload
-from conversations.renderers import HtmlRenderer
+from conversations.sockets.renderers import HtmlRenderer
 
 pytestmark = [pytest.mark.django_db]
 

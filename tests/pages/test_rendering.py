@@ -18,8 +18,8 @@ from django.template import Context, Template
 from django.test import Client
 
 from conversations.models import Conversation, Message
-from conversations.renderers import HtmlRenderer
-from conversations.rendering import closed_length, render_markdown, streaming_parts
+from conversations.pages.markdown import closed_length, render_markdown, streaming_parts
+from conversations.sockets.renderers import HtmlRenderer
 
 PYTHON = "```python\ndef add(a, b):\n    return a + b  # the sum\n```\n"
 TABLE = "| Engine | Tokens/s |\n|:-------|---------:|\n| vLLM | 95.5 |\n| llama.cpp | 31 |\n"

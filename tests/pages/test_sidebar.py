@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from conversations.models import Conversation, Message
-from conversations.views import SIDEBAR_PAGE_SIZE
+from conversations.pages.chat import SIDEBAR_PAGE_SIZE
 
 pytestmark = [pytest.mark.django_db]
 

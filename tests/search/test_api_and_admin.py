@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from conversations.api.tokens import api_token_create
+from conversations.services.tokens import api_token_create
 from tests.search.chats import chat
 
 pytestmark = pytest.mark.django_db

@@ -125,7 +125,7 @@ def test_only_the_newest_matches_are_ranked_for_a_common_word(
         chat(alice, name, "zeppelin")
     assert ranked(alice, "zeppelin") == ["newest", "newer"]
     # The API's filter is exact: it counts every match.
-    assert Conversation.objects.visible_to(alice).search("zeppelin").count() == 4
+    assert search.filter_matching(Conversation.objects.visible_to(alice), "zeppelin").count() == 4
 
 
 def test_a_phrase_ranks_fewer_of_its_newest_matches(
@@ -188,7 +188,7 @@ def test_a_word_in_most_messages_walks_the_newest_first(alice: Any, many: None) 
 
 def test_the_api_filter_reads_the_gin_indexes(alice: Any, many: None) -> None:
     explained = plan(
-        *Conversation.objects.visible_to(alice).search("zeppel").query.sql_with_params()
+        *search.filter_matching(Conversation.objects.visible_to(alice), "zeppel").query.sql_with_params()
     )
     assert "Bitmap Index Scan on conversations_message_search" in explained
     assert "Bitmap Index Scan on conversations_conversation_title_search" in explained

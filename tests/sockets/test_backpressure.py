@@ -12,8 +12,8 @@ import pytest
 from channels.db import database_sync_to_async
 from websockets.exceptions import ConnectionClosed
 
-from conversations.consumers import CLOSE_POLICY_VIOLATION
 from conversations.models import Conversation
+from conversations.sockets.consumer import CLOSE_POLICY_VIOLATION
 from tests.support.servers import NEEDS_SHARED_SERVICES, open_socket, servers, session_cookie
 from tests.support.sockets import LiveSocket
 

@@ -11,9 +11,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
-from conversations.consumers import CLOSE_POLICY_VIOLATION
 from conversations.models import Conversation, Message
-from conversations.throttle import FrameBucket
+from conversations.sockets.consumer import CLOSE_POLICY_VIOLATION
+from conversations.sockets.throttle import FrameBucket
 from tests.support.sockets import finished
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

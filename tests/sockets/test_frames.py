@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conversations.frames import (
+from conversations.sockets.frames import (
     MAX_FRAME_BYTES,
     MAX_IDEMPOTENCY_KEY,
     CancelFrame,

@@ -2,7 +2,7 @@
 only the valid sends among them change the database.
 
 Whether a frame is a valid send is decided here from the protocol's rules, independently of
-conversations.frames, so the two can disagree and fail the test.
+conversations.sockets.frames, so the two can disagree and fail the test.
 """
 
 from __future__ import annotations

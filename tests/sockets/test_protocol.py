@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from conversations import protocol
 from conversations.api.serializers import MessageSerializer
+from conversations.events import protocol
 from conversations.models import Message
 
 
 def test_every_event_type_is_in_one_namespace_and_tab_events_have_a_consumer_handler() -> None:
-    from conversations.consumers import ConversationConsumer
+    from conversations.sockets.consumer import ConversationConsumer
 
     assert (
         protocol.TAB_EVENT_TYPES

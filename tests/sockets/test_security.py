@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from chatsite.env import env_bool, env_float, env_int
-from conversations.renderers import JSON_SUBPROTOCOL
+from conversations.sockets.renderers import JSON_SUBPROTOCOL
 from tests.support.servers import ROOT, session_cookie
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

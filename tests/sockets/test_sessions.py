@@ -16,9 +16,9 @@ from django.contrib.sessions.models import Session
 from django.test import Client
 from django.utils import timezone
 
-from conversations.consumers import CLOSE_SESSION_ENDED
 from conversations.models import Conversation, Message
-from conversations.renderers import JSON_SUBPROTOCOL
+from conversations.sockets.consumer import CLOSE_SESSION_ENDED
+from conversations.sockets.renderers import JSON_SUBPROTOCOL
 from tests.support.db import close_worker_connections
 from tests.support.sockets import Socket, finished, signed_in_session
 

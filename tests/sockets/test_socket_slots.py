@@ -10,9 +10,9 @@ import pytest
 from channels.db import database_sync_to_async
 from websockets.exceptions import ConnectionClosed
 
-from conversations.consumers import CLOSE_TOO_MANY_SOCKETS
 from conversations.models import Conversation
-from conversations.services import socket_slots
+from conversations.sockets import slots
+from conversations.sockets.consumer import CLOSE_TOO_MANY_SOCKETS
 from tests.support.servers import NEEDS_SHARED_SERVICES, open_socket, servers, session_cookie
 from tests.support.sockets import LiveSocket
 
@@ -53,11 +53,11 @@ async def test_a_slot_left_by_a_killed_process_frees_itself_when_its_lease_lapse
     alice: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings.CHAT_SOCKETS_PER_USER = 1
-    monkeypatch.setattr(socket_slots, "LEASE_S", 1)
-    assert await socket_slots.claim(alice.pk, "a-socket-of-a-process-that-died")
-    assert await socket_slots.claim(alice.pk, "a-new-socket") is None
+    monkeypatch.setattr(slots, "LEASE_S", 1)
+    assert await slots.claim(alice.pk, "a-socket-of-a-process-that-died")
+    assert await slots.claim(alice.pk, "a-new-socket") is None
     await asyncio.sleep(1.5)
-    assert await socket_slots.claim(alice.pk, "a-new-socket") is not None
+    assert await slots.claim(alice.pk, "a-new-socket") is not None
 
 
 @pytest.mark.processes

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conversations.tabs import ASK_AGAIN_S, Append, AskSnapshot, Replace, TabState
+from conversations.sockets.tabs import ASK_AGAIN_S, Append, AskSnapshot, Replace, TabState
 
 
 def test_it_appends_deltas_in_order_and_skips_duplicates() -> None:

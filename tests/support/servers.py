@@ -20,7 +20,7 @@ from django.conf import settings
 from django.test import Client
 from websockets.asyncio.client import connect
 
-from conversations.renderers import JSON_SUBPROTOCOL
+from conversations.sockets.renderers import JSON_SUBPROTOCOL
 
 # The repository's root: servers, manage.py and `python -m bench` run from there.
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,8 +18,8 @@ from django.contrib.sessions.backends.db import SessionStore
 from django.test import Client
 from websockets.asyncio.client import ClientConnection
 
-from conversations.renderers import JSON_SUBPROTOCOL
-from conversations.routing import websocket_urlpatterns
+from conversations.sockets.renderers import JSON_SUBPROTOCOL
+from conversations.sockets.routing import websocket_urlpatterns
 
 Event = dict[str, Any]
 

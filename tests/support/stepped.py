@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from conversations.chat_models import ModelSpec
 from conversations.engines.base import (
     ChatMessage,
     EngineStream,
@@ -19,6 +18,7 @@ from conversations.engines.base import (
     SamplingParams,
     estimate_tokens,
 )
+from conversations.engines.specs import ModelSpec
 
 _ABORTED = object()
 

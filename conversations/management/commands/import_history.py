@@ -11,8 +11,8 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError
 
 from conversations.imports import FORMATS
+from conversations.imports.importer import ImportReport, import_history
 from conversations.imports.source import ImportRefused
-from conversations.services.imports import ImportReport, import_history
 
 
 class Command(BaseCommand):

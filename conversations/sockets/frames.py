@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from conversations.services.text import storable
+
 MAX_FRAME_BYTES = 64 * 1024
 MAX_IDEMPOTENCY_KEY = 64
 MAX_MODEL_SLUG = 50
@@ -96,7 +98,7 @@ def parse_frame(raw: str | None, *, conversation_id: str) -> SendFrame | CancelF
     key = data.get("idempotency_key")
     if key is None:
         key = ""
-    if not isinstance(key, str) or len(key) > MAX_IDEMPOTENCY_KEY or not _storable(key):
+    if not isinstance(key, str) or len(key) > MAX_IDEMPOTENCY_KEY or not storable(key):
         raise FrameError(
             "bad_idempotency_key",
             f"idempotency_key must be text of at most {MAX_IDEMPOTENCY_KEY} characters.",
@@ -104,7 +106,7 @@ def parse_frame(raw: str | None, *, conversation_id: str) -> SendFrame | CancelF
     model = data.get("model")
     if model is None:
         model = ""
-    if not isinstance(model, str) or len(model) > MAX_MODEL_SLUG or not _storable(model):
+    if not isinstance(model, str) or len(model) > MAX_MODEL_SLUG or not storable(model):
         raise FrameError(
             "bad_model", f"model must be a model's name of at most {MAX_MODEL_SLUG} characters."
         )
@@ -126,7 +128,7 @@ def _content(data: dict[str, object]) -> str:
     content = data.get("content")
     if not isinstance(content, str):
         raise FrameError("bad_content", "The content must be text.")
-    if not _storable(content):
+    if not storable(content):
         raise FrameError("bad_content", "The content contains characters that cannot be saved.")
     content = content.strip()
     if not content:
@@ -135,20 +137,6 @@ def _content(data: dict[str, object]) -> str:
     if len(content) > max_chars:
         raise FrameError("too_long", f"Messages are limited to {max_chars} characters.")
     return content
-
-
-def _storable(text: str) -> bool:
-    """False for text a database refuses: PostgreSQL stores no NUL, UTF-8 no lone surrogate.
-
-    JSON's \\u escapes can spell both, though a websocket text frame itself cannot carry them.
-    """
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _same_uuid(value: object, conversation_id: str) -> bool:

@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from conversations.consumers import ConversationConsumer, NotFoundConsumer
+from conversations.sockets.consumer import ConversationConsumer, NotFoundConsumer
 
 websocket_urlpatterns = [
     path("ws/conversations/<uuid:conversation_id>/", ConversationConsumer.as_asgi()),

@@ -1,4 +1,4 @@
-"""The only module that puts events on the channel layer (see conversations.protocol).
+"""The only module that puts events on the channel layer (see conversations.events.protocol).
 
 A reader finds every send across processes here. Failures are the caller's to handle: a
 generation logs them and goes on (the row still has the text), a tab asks again later.
@@ -12,7 +12,7 @@ from asgiref.sync import async_to_sync
 from channels.exceptions import ChannelFull
 from channels.layers import BaseChannelLayer, get_channel_layer
 
-from conversations.protocol import TO_GENERATION, Event
+from conversations.events.protocol import TO_GENERATION, Event
 
 # A tab whose channel is full is often the one that asked for a snapshot: give it time to drain.
 CHANNEL_FULL_ATTEMPTS = 20

@@ -13,13 +13,8 @@ import pytest
 from django.contrib.auth.models import Group
 from django.core.exceptions import ImproperlyConfigured
 
-from conversations.chat_models import (
-    ModelUnavailable,
-    declared_models,
-    model_for,
-    models_for,
-    reply_settings,
-)
+from conversations.engines.catalogue import model_for, models_for
+from conversations.engines.specs import ModelUnavailable, declared_models, reply_settings
 from conversations.models import ChatModel
 from tests.support.chat_models import MODELS
 from tests.support.servers import ROOT

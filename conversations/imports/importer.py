@@ -26,7 +26,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from conversations import chat_models
+from conversations.engines import catalogue, specs
 from conversations.imports import FORMATS, Format, chatsite, detect
 from conversations.imports.reading import BoundedReader, Limits, json_values, too_large
 from conversations.imports.source import (
@@ -49,9 +49,7 @@ ALREADY_IMPORTED = "already imported"
 TWICE_IN_FILE = "appears twice in the file (the first was imported)"
 ALREADY_HERE = "already in your history (it was exported from here)"
 NO_MESSAGES = "no messages to import"
-LONG_SYSTEM_PROMPT = (
-    f"a system prompt over {chat_models.MAX_SYSTEM_PROMPT_CHARS:,} characters (left out)"
-)
+LONG_SYSTEM_PROMPT = f"a system prompt over {specs.MAX_SYSTEM_PROMPT_CHARS:,} characters (left out)"
 
 
 @dataclass(frozen=True)
@@ -248,7 +246,7 @@ class _Importer:
                     f"A message of it is {len(message.content):,} characters long; an import "
                     f"takes up to {self.limits.max_message_chars:,}."
                 )
-        if source.system_prompt and len(source.system_prompt) > chat_models.MAX_SYSTEM_PROMPT_CHARS:
+        if source.system_prompt and len(source.system_prompt) > specs.MAX_SYSTEM_PROMPT_CHARS:
             source.system_prompt = None
             source.left_out[LONG_SYSTEM_PROMPT] += 1
 
@@ -317,9 +315,9 @@ class _Importer:
         slug = fields.get("model_slug") or ""
         if slug and slug not in self.usable_models:
             try:
-                chat_models.model_for(self.owner, slug)
+                catalogue.model_for(self.owner, slug)
                 self.usable_models[slug] = True
-            except chat_models.ModelUnavailable:
+            except specs.ModelUnavailable:
                 self.usable_models[slug] = False
         temperature = fields.get("temperature")
         max_tokens = fields.get("max_tokens")

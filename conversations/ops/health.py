@@ -22,7 +22,8 @@ from django.urls import path
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from conversations import chat_models, engines
+from conversations import engines
+from conversations.engines import catalogue, specs
 from conversations.engines.base import RemoteEngine
 
 logger = logging.getLogger("chatsite.health")
@@ -90,7 +91,7 @@ async def _channel_layer() -> str:
 
 async def _models() -> dict[str, str]:
     try:
-        specs = await sync_to_async(chat_models.all_models)()
+        specs = await sync_to_async(catalogue.all_models)()
     except Exception:
         logger.exception("readyz: could not list the models")
         return {"*": "unavailable"}
@@ -99,7 +100,7 @@ async def _models() -> dict[str, str]:
     return dict(zip((spec.slug for spec in enabled), states, strict=True))
 
 
-async def _model(spec: chat_models.ModelSpec) -> str:
+async def _model(spec: specs.ModelSpec) -> str:
     """ready, loading, unavailable (its load failed, or its server does not answer)."""
     try:
         engine = engines.get_engine(spec)

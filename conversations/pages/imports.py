@@ -11,8 +11,8 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from conversations.imports import FORMATS
+from conversations.imports.importer import ImportReport, check_request_size, import_upload
 from conversations.imports.source import ImportLimited, ImportRefused
-from conversations.services.imports import ImportReport, check_request_size, import_upload
 from conversations.types import AuthenticatedHttpRequest
 
 

@@ -10,7 +10,7 @@ from django.urls import path
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from conversations import metrics
+from conversations.ops import metrics
 
 
 def _has_token(request: HttpRequest) -> bool:

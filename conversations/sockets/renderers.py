@@ -16,9 +16,9 @@ from typing import Any, Protocol
 from django.template.loader import render_to_string
 from django.utils.dateparse import parse_datetime
 
+from conversations.events.protocol import MessagePayload, Started
 from conversations.models import Conversation, Message
-from conversations.protocol import MessagePayload, Started
-from conversations.rendering import closed_length
+from conversations.pages.markdown import closed_length
 from conversations.services.branches import Version
 
 JSON_SUBPROTOCOL = "chatsite.v1.json"

@@ -17,10 +17,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from conversations import search
 from conversations.models import Conversation, Message
+from conversations.pages.chat import sidebar_page
 from conversations.services import branches
 from conversations.services.errors import SendRefused
 from conversations.types import AuthenticatedHttpRequest, MessageId
-from conversations.views import sidebar_page
 
 
 class SearchForm(forms.Form):

@@ -6,9 +6,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from conversations.api.tokens import api_token_create, api_token_revoke
-from conversations.forms import TokenNameForm
 from conversations.models import ApiToken
+from conversations.pages.forms import TokenNameForm
+from conversations.services.tokens import api_token_create, api_token_revoke
 from conversations.types import AuthenticatedHttpRequest
 
 

@@ -1,4 +1,4 @@
-"""Which models users can chat with: declared in the environment, or rows managed in the admin.
+"""What a model users can chat with is (a ModelSpec), and the ones declared in the environment.
 
 A model is a `ModelSpec`: the name users see, an engine backend with its settings, the model id,
 the context window, the default system prompt and sampling, and who may use it. Specs come from
@@ -29,6 +29,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.core.validators import validate_slug
 from django.dispatch import receiver
+
+from conversations.engines.backends import BACKENDS
 
 if TYPE_CHECKING:  # imported at run time, it would load the auth models before Django is set up
     from conversations.types import AnyUser
@@ -111,8 +113,6 @@ _FIELDS: dict[str, tuple[type, ...]] = {
 
 def spec_problems(spec: ModelSpec) -> list[str]:
     """What is wrong with a spec, whichever way it was made (a declaration, an admin form)."""
-    from conversations.engines import BACKENDS
-
     problems = []
     if spec.backend not in BACKENDS:
         problems.append(f"backend {spec.backend!r} is not one of {', '.join(BACKENDS)}")
@@ -226,45 +226,6 @@ def _forget_declarations(*, setting: str, **kwargs: Any) -> None:
     # Tests change settings; the legacy model is read from many of them.
     if setting.startswith("CHAT_"):
         declared_models.cache_clear()
-
-
-def all_models() -> list[ModelSpec]:
-    """Every model, enabled or not: the declared ones first, then the admin's rows."""
-    from conversations.models import ChatModel
-
-    declared = declared_models()
-    taken = {spec.slug for spec in declared}
-    rows = ChatModel.objects.exclude(slug__in=taken).prefetch_related("groups")
-    return [*declared, *(row.spec() for row in rows)]
-
-
-def _group_names(user: AnyUser) -> list[str]:
-    if not user.is_authenticated:
-        return []
-    return list(user.groups.values_list("name", flat=True))
-
-
-def models_for(user: AnyUser) -> list[ModelSpec]:
-    """The models this user may chat with, in the picker's order (the first is the default)."""
-    groups = _group_names(user)
-    return [spec for spec in all_models() if spec.usable_by(user, groups)]
-
-
-def model_for(user: AnyUser, slug: str = "") -> ModelSpec:
-    """The model `slug` if this user may use it; with no slug, the user's default model.
-
-    Raises ModelUnavailable otherwise (no such model, disabled, not for this user, or no model
-    at all for them).
-    """
-    usable = models_for(user)
-    if not slug:
-        if not usable:
-            raise ModelUnavailable("No model is available to you right now.")
-        return usable[0]
-    for spec in usable:
-        if spec.slug == slug:
-            return spec
-    raise ModelUnavailable(f"The model {slug!r} is not available to you.")
 
 
 def reply_settings(

@@ -20,17 +20,19 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
-from conversations import broadcast, metrics, protocol
-from conversations.frames import CancelFrame, FrameError, SelectFrame, parse_frame
+from conversations.events import broadcast, protocol
+from conversations.events.protocol import MessagePayload, message_payload
 from conversations.generation import recovery, replies
 from conversations.models import Conversation
-from conversations.protocol import MessagePayload, message_payload
-from conversations.renderers import JSON_SUBPROTOCOL, HtmlRenderer, JsonRenderer, Renderer
-from conversations.services import branches, sessions, socket_slots
+from conversations.ops import metrics
+from conversations.services import branches, sessions
 from conversations.services.errors import SendRefused, SessionEnded
 from conversations.signals import user_group
-from conversations.tabs import ASK_AGAIN_S, Append, AskSnapshot, Replace, TabState
-from conversations.throttle import SocketFrames
+from conversations.sockets import slots
+from conversations.sockets.frames import CancelFrame, FrameError, SelectFrame, parse_frame
+from conversations.sockets.renderers import JSON_SUBPROTOCOL, HtmlRenderer, JsonRenderer, Renderer
+from conversations.sockets.tabs import ASK_AGAIN_S, Append, AskSnapshot, Replace, TabState
+from conversations.sockets.throttle import SocketFrames
 from conversations.types import AnyUser
 
 logger = logging.getLogger("chatsite.socket")
@@ -66,7 +68,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         json_mode = JSON_SUBPROTOCOL in self.scope.get("subprotocols", [])
         self.renderer = JsonRenderer() if json_mode else HtmlRenderer()
         assert user.pk is not None  # a visible conversation means a signed-in user
-        slot = await socket_slots.claim(user.pk, self.channel_name)
+        slot = await slots.claim(user.pk, self.channel_name)
         if slot is None:
             await self.accept(subprotocol=JSON_SUBPROTOCOL if json_mode else None)
             message = "Too many open tabs or connections. Close some, then reload this page."
@@ -79,7 +81,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         self.user_id: int = user.pk
         self.session_key = session_key
         metrics.socket_opened()  # paired with disconnect(), which checks self.conversation
-        self.background = [asyncio.create_task(socket_slots.keep(slot))]
+        self.background = [asyncio.create_task(slots.keep(slot))]
         # Frames wait here for the database, a few at most; meanwhile the consumer goes on
         # reading frames (refusing those over the rate or beyond the queue) and streaming replies.
         self.pending: asyncio.Queue[str | bytes | None] = asyncio.Queue(
@@ -118,7 +120,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
             await self.channel_layer.group_discard(self.conversation.group_name, self.channel_name)
             await self.channel_layer.group_discard(user_group(self.user_id), self.channel_name)
             await self._stop_acting_on_frames()
-            await socket_slots.release(self.slot)
+            await slots.release(self.slot)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if not hasattr(self, "conversation") or self.closing:

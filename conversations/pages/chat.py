@@ -10,10 +10,11 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from conversations import chat_models, engines
-from conversations.forms import ConversationSettingsForm, TitleForm
+from conversations import engines
+from conversations.engines import catalogue, specs
 from conversations.imports import FORMATS
 from conversations.models import Conversation, UserPreferences
+from conversations.pages.forms import ConversationSettingsForm, TitleForm
 from conversations.services import branches
 from conversations.services.conversations import (
     conversation_configure,
@@ -122,7 +123,7 @@ def _detail_page(
 ) -> HttpResponse:
     messages = branches.visible_branch(conversation)
     choices = [
-        ModelChoice(spec, engines.load_state(spec)) for spec in chat_models.models_for(request.user)
+        ModelChoice(spec, engines.load_state(spec)) for spec in catalogue.models_for(request.user)
     ]
     current = next((c for c in choices if c.spec.slug == conversation.model_slug), None)
     if current is None and choices:
@@ -159,7 +160,7 @@ def _detail_page(
 class ModelChoice:
     """A model in the picker, with how its engine stands in this process."""
 
-    spec: chat_models.ModelSpec
+    spec: specs.ModelSpec
     state: str  # engines.load_state: ready, loading, failed, idle
 
     @property

@@ -6,7 +6,7 @@ one namespace, `chat.*`, over two channel-layer groups of the conversation:
 - to the tabs' group, from the generation: Started, Delta, Snapshot (to one tab), Finished, Ping;
 - to the generation's group, from tabs and services: Cancel, Sync, Pong (Pong to its own channel).
 
-`conversations.broadcast` is the only module that puts them on the channel layer; `parse` turns
+`conversations.events.broadcast` is the only module that puts them on the channel layer; `parse` turns
 what arrives back into these classes. Payloads are plain JSON-able values (the Redis layer
 serializes with msgpack).
 """
