@@ -11,5 +11,5 @@ recorded, limited and stoppable as any other; only the transport differs.
   reads it (stopped when the client goes away);
 - sse: the chunks and objects of the wire format;
 - views, urls: the async Django views, thin;
-- schema: the endpoints' part of the OpenAPI schema.
+- schema: the endpoints' part of the OpenAPI schema; schema_components: the bodies it names.
 """

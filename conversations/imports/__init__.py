@@ -3,8 +3,8 @@
 One module per format, each with the same small shape: NAME (stored as the conversation's
 origin_detail), LABEL (what people read), looks_like(value) (is this JSON value one of its
 conversations?) and parse(value) -> SourceConversation. A new format is one module and one line
-in FORMATS. Reading the file (zip, JSON, JSON lines, limits) is reading.py; writing what was
-read is conversations.imports.importer.
+in FORMATS. Reading the file (JSON, JSON lines) is reading.py, with its limits in limits.py and
+a zip's checks in zips.py; the import itself is importer.py, and writing what was read, writing.py.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
 """Importing an export into a user's history: read a conversation, write it, report.
 
 The file is read a conversation at a time (conversations.imports.reading) by the reader of its
-format (given, or detected from its first conversation), and each conversation is written as the
-importing user's own, marked `origin="import"` with its format and id in the source, keeping the
-source's times. By default an import is all or nothing: one transaction, and a conversation that
-cannot be imported (or a file that breaks halfway) leaves nothing behind. With `keep_partial`
-each conversation is its own transaction: those that cannot be imported are skipped with the
-reason, and a file that breaks halfway keeps what came before.
+format (given, or detected from its first conversation), and each conversation is written
+(conversations.imports.writing) as the importing user's own, marked `origin="import"` with its
+format and id in the source, keeping the source's times. By default an import is all or nothing:
+one transaction, and a conversation that cannot be imported (or a file that breaks halfway)
+leaves nothing behind. With `keep_partial` each conversation is its own transaction: those that
+cannot be imported are skipped with the reason, and a file that breaks halfway keeps what came
+before.
 
 Conversations imported before (the same format and id in the source) are skipped, so importing
 a file again adds only what is new.
@@ -16,19 +17,19 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import IO, Any, cast
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from conversations.engines import catalogue, specs
+from conversations.engines import specs
 from conversations.imports import FORMATS, Format, chatsite, detect
-from conversations.imports.reading import BoundedReader, Limits, json_values, too_large
+from conversations.imports.limits import Limits, too_large
+from conversations.imports.reading import BoundedReader, json_values
 from conversations.imports.source import (
     ConversationRefused,
     ImportLimited,
@@ -36,15 +37,14 @@ from conversations.imports.source import (
     SourceConversation,
     clean_text,
 )
-from conversations.models import Conversation, Message
+from conversations.imports.writing import ConversationWriter
+from conversations.models import Conversation
 from conversations.services import ratelimits
 from conversations.types import User
 
 logger = logging.getLogger("chatsite.imports")
 
 MAX_TITLE = 200
-# Messages per INSERT statement.
-BATCH = 500
 ALREADY_IMPORTED = "already imported"
 TWICE_IN_FILE = "appears twice in the file (the first was imported)"
 ALREADY_HERE = "already in your history (it was exported from here)"
@@ -153,6 +153,9 @@ def import_history(
 
 
 class _Importer:
+    """One import's run: each conversation of the file read, checked, skipped if it is here
+    already or written, and the report of it all."""
+
     def __init__(self, owner: User, limits: Limits, fmt: str | None, keep_partial: bool):
         self.owner = owner
         self.limits = limits
@@ -160,8 +163,7 @@ class _Importer:
         self.keep_partial = keep_partial
         self.report = ImportReport()
         self.seen: set[str] = set()
-        self.usable_models: dict[str, bool] = {}
-        self.now = timezone.now()
+        self.writer = ConversationWriter(owner, timezone.now())
 
     def run(self, values: Any, reader: BoundedReader) -> None:
         number = 1
@@ -203,7 +205,7 @@ class _Importer:
             return
         try:
             with transaction.atomic():  # a savepoint: a duplicate undoes this conversation only
-                conversation = self.write(source, fmt, title)
+                conversation = self.writer.write(source, fmt, title)
         except IntegrityError:  # imported meanwhile by another request
             self.skip(title, source.external_id, ALREADY_IMPORTED)
             return
@@ -268,79 +270,6 @@ class _Importer:
 
     def skip(self, title: str, external_id: str, reason: str) -> None:
         self.report.skipped.append(Skipped(title, external_id, reason))
-
-    def write(self, source: SourceConversation, fmt: Format, title: str) -> Conversation:
-        created = source.created_at or source.messages[0].created_at or self.now
-        for message in source.messages:
-            message.created_at = message.created_at or created
-        updated = source.updated_at or max(m.created_at or created for m in source.messages)
-        conversation = Conversation.objects.create(
-            owner=self.owner,
-            title=title,
-            origin=Conversation.Origin.IMPORT,
-            origin_detail=fmt.NAME,
-            external_id=source.external_id,
-            imported_at=self.now,
-            system_prompt=source.system_prompt,
-            **self.settings(source),
-        )
-        rows = [
-            Message(conversation=conversation, role=m.role, content=m.content, **m.fields)
-            for m in source.messages
-        ]
-        Message.objects.bulk_create(rows, batch_size=BATCH)
-        by_key = {m.key: row for m, row in zip(source.messages, rows, strict=True)}
-        # Parents and times after the INSERT: parents need their ids, and created_at is
-        # auto_now_add, which an INSERT (bulk or not) sets to now whatever the row says.
-        _link(
-            (
-                by_key[message.parent_key].pk if message.parent_key else None,
-                message.created_at or created,
-                row.pk,
-            )
-            for message, row in zip(source.messages, rows, strict=True)
-        )
-        # An UPDATE leaves auto_now alone: the sidebar dates it when the source did.
-        Conversation.objects.filter(pk=conversation.pk).update(
-            created_at=created,
-            updated_at=updated,
-            current_leaf=by_key[source.current_key] if source.current_key else None,
-        )
-        return conversation
-
-    def settings(self, source: SourceConversation) -> dict[str, Any]:
-        """The conversation's own columns a source may have (chatsite's: its model and
-        settings), where they make sense here: a model this user may use, sane numbers."""
-        fields = source.fields
-        slug = fields.get("model_slug") or ""
-        if slug and slug not in self.usable_models:
-            try:
-                catalogue.model_for(self.owner, slug)
-                self.usable_models[slug] = True
-            except specs.ModelUnavailable:
-                self.usable_models[slug] = False
-        temperature = fields.get("temperature")
-        max_tokens = fields.get("max_tokens")
-        return {
-            "title_is_custom": bool(fields.get("title_is_custom")),
-            "model_slug": slug if slug and self.usable_models[slug] else "",
-            "temperature": temperature if temperature is not None and temperature >= 0 else None,
-            "max_tokens": max_tokens if max_tokens else None,
-        }
-
-
-def _link(rows: Iterable[tuple[int | None, datetime, int]]) -> None:
-    """Set each message's parent and created_at, by id: one statement run for every row, which
-    psycopg sends in one pipeline. (bulk_update's CASE expressions took six times as long,
-    nearly all of it spent building them in Python: 4.5 s against 0.77 s for 4,200 messages.)"""
-    quote = connection.ops.quote_name
-    table, parent, created_at, pk = (
-        quote(name) for name in (Message._meta.db_table, "parent_id", "created_at", "id")
-    )
-    sql = f"UPDATE {table} SET {parent} = %s, {created_at} = %s WHERE {pk} = %s"
-    adapt = connection.ops.adapt_datetimefield_value
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, [(up, adapt(when), message) for up, when, message in rows])
 
 
 def _title(source: SourceConversation) -> str:

@@ -10,82 +10,30 @@ memory holds one conversation at a time, and every byte read is counted against 
   ratio (a zip bomb is refused before it is inflated), and the bytes it really inflates to
   (a member that lies about its size is refused while it is read);
 - the bytes of one conversation, so a single huge object cannot fill the memory.
+
+The limits themselves are in limits.py, a zip's checks in zips.py.
 """
 
 from __future__ import annotations
 
 import io
-import struct
 import zipfile
 import zlib
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from typing import IO, Any
 
 import ijson
-from django.conf import settings
-from django.template.defaultfilters import filesizeformat
 from ijson.common import ObjectBuilder
 
+from conversations.imports.limits import Limits, described, size_in_words, size_of, too_large
 from conversations.imports.source import ImportRefused
+from conversations.imports.zips import ZIP_MAGIC, open_conversations_file
 
-ZIP_MAGIC = b"PK\x03\x04"
 BOM = b"\xef\xbb\xbf"
 # JSON nests about ten deep in exports; far deeper is a file made to exhaust the parser.
 MAX_DEPTH = 64
 BUFFER_BYTES = 64 * 1024
-# A real export zip holds its conversations file and attachments (ChatGPT: images, audio):
-# thousands of members at most. Listing more is work a zip can make up for nothing.
-MAX_ZIP_MEMBERS = 100_000
-# JSON compresses about 5 to 20 times; a run of zeros, 1,000 times and more. Past this ratio a
-# member is a zip bomb, not an export (checked from the sizes the zip declares, before inflating).
-MAX_COMPRESSION_RATIO = 100
-# Small members may compress further without being a threat to anyone.
-RATIO_CHECKED_FROM = 1024 * 1024
-CONVERSATION_FILES = ("conversations.json", "conversations.jsonl")
-JSON_SUFFIXES = (".json", ".jsonl")
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one import may hold (the CHAT_IMPORT_* settings)."""
-
-    max_bytes: int
-    max_conversation_bytes: int
-    max_conversations: int
-    max_messages: int
-    max_message_chars: int
-
-    @classmethod
-    def from_settings(cls) -> Limits:
-        return cls(
-            max_bytes=settings.CHAT_IMPORT_MAX_BYTES,
-            max_conversation_bytes=settings.CHAT_IMPORT_MAX_CONVERSATION_BYTES,
-            max_conversations=settings.CHAT_IMPORT_MAX_CONVERSATIONS,
-            max_messages=settings.CHAT_IMPORT_MAX_MESSAGES,
-            max_message_chars=settings.CHAT_IMPORT_MAX_MESSAGE_CHARS,
-        )
-
-
-def size_of(file: IO[bytes]) -> int:
-    """The file's size from its end, without reading it."""
-    file.seek(0, io.SEEK_END)
-    size = file.tell()
-    file.seek(0)
-    return size
-
-
-def size_in_words(size: int) -> str:
-    """1.0 GB, 512.0 MB: Django's words, with a plain space (its own is non-breaking, for pages)."""
-    return str(filesizeformat(size)).replace("\xa0", " ")
-
-
-def too_large(size: int, limit: int, what: str = "The file") -> ImportRefused:
-    return ImportRefused(
-        "too_large",
-        f"{what} is {size_in_words(size)}; imports are limited to {size_in_words(limit)}.",
-    )
 
 
 class BoundedReader(io.RawIOBase):
@@ -108,7 +56,7 @@ class BoundedReader(io.RawIOBase):
         try:
             data = self.raw.read(len(buffer))
         except (zipfile.BadZipFile, zlib.error, EOFError) as exc:  # a damaged zip member
-            raise ImportRefused("bad_zip", f"The zip is damaged: {_short(exc)}.") from None
+            raise ImportRefused("bad_zip", f"The zip is damaged: {described(exc)}.") from None
         self.consumed += len(data)
         if self.consumed > self.limit:
             raise ImportRefused("too_large", self.over_limit)
@@ -141,7 +89,7 @@ def json_values(file: IO[bytes], limits: Limits) -> Iterator[tuple[Iterator[Any]
         over = f"The file is over {size_in_words(limits.max_bytes)}."
         if file.read(len(ZIP_MAGIC)) == ZIP_MAGIC:
             file.seek(0)
-            raw, budget = stack.enter_context(_zip_member(file, limits))
+            raw, budget = stack.enter_context(open_conversations_file(file, limits))
             over = (
                 "The zip's conversations file inflates to more than it says (or more than "
                 f"{size_in_words(limits.max_bytes)}): it is not an export."
@@ -225,89 +173,6 @@ def _guarded(values: Iterator[Any]) -> Iterator[Any]:
         except (ijson.JSONError, UnicodeDecodeError) as exc:
             raise ImportRefused(
                 "not_json",
-                f"The file is not valid JSON at conversation {number} ({_short(exc)}).",
+                f"The file is not valid JSON at conversation {number} ({described(exc)}).",
             ) from None
         yield value
-
-
-def _short(exc: Exception) -> str:
-    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-
-
-@contextmanager
-def _zip_member(file: IO[bytes], limits: Limits) -> Iterator[tuple[IO[bytes], int]]:
-    """The zip's conversations file, open, and the most bytes it may inflate to."""
-    entries = _declared_entries(file)
-    if entries > MAX_ZIP_MEMBERS:
-        raise ImportRefused(
-            "zip_bomb", f"The zip holds over {MAX_ZIP_MEMBERS:,} files: it is not an export."
-        )
-    try:
-        archive = zipfile.ZipFile(file)
-    except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as exc:
-        raise ImportRefused("bad_zip", f"The zip cannot be read: {_short(exc)}.") from None
-    with archive:
-        member = _conversations_member(archive.infolist())
-        if member.flag_bits & 0x1:
-            raise ImportRefused("bad_zip", "The zip is encrypted.")
-        if member.file_size > limits.max_bytes:
-            raise too_large(member.file_size, limits.max_bytes, f"{member.filename} in the zip")
-        if member.file_size > RATIO_CHECKED_FROM and member.file_size > MAX_COMPRESSION_RATIO * max(
-            member.compress_size, 1
-        ):
-            raise ImportRefused(
-                "zip_bomb",
-                f"{member.filename} in the zip inflates {member.file_size // max(member.compress_size, 1):,} "
-                f"times: it is not an export.",
-            )
-        try:
-            opened = archive.open(member)
-        except (zipfile.BadZipFile, zlib.error, NotImplementedError, EOFError) as exc:
-            raise ImportRefused("bad_zip", f"The zip cannot be read: {_short(exc)}.") from None
-        with opened:
-            # zipfile itself stops at the declared size; the reader's limit says so clearly.
-            yield opened, member.file_size
-
-
-def _declared_entries(file: IO[bytes]) -> int:
-    """How many files the zip's end record says it holds, read before zipfile lists them all
-    (a listing of millions of empty files would fill the memory). 0 when there is no end record:
-    zipfile then refuses the file itself."""
-    # The end record (22 bytes and a comment of up to 64 KiB) closes the file.
-    size = size_of(file)
-    file.seek(max(0, size - 22 - 65535))
-    tail = file.read()
-    file.seek(0)
-    at = tail.rfind(b"PK\x05\x06")
-    if at < 0 or len(tail) < at + 22:
-        return 0
-    (entries,) = struct.unpack_from("<H", tail, at + 10)
-    zip64_locator = at - 20
-    if (
-        entries == 0xFFFF
-        and zip64_locator >= 0
-        and tail[zip64_locator:at].startswith(b"PK\x06\x07")
-    ):
-        # Zip64: the count is in a record the locator points to.
-        (record_offset,) = struct.unpack_from("<Q", tail, zip64_locator + 8)
-        file.seek(record_offset)
-        record = file.read(56)
-        file.seek(0)
-        if len(record) == 56 and record.startswith(b"PK\x06\x06"):
-            (entries,) = struct.unpack_from("<Q", record, 32)
-    return int(entries)
-
-
-def _conversations_member(members: list[zipfile.ZipInfo]) -> zipfile.ZipInfo:
-    """conversations.json (at the top, or in the one folder of the zip), or its only JSON file."""
-    files = [m for m in members if not m.is_dir()]
-    for name in CONVERSATION_FILES:
-        named = [m for m in files if m.filename.rsplit("/", 1)[-1] == name]
-        if named:
-            return min(named, key=lambda m: m.filename.count("/"))
-    json_files = [m for m in files if m.filename.lower().endswith(JSON_SUFFIXES)]
-    if len(json_files) == 1:
-        return json_files[0]
-    raise ImportRefused(
-        "wrong_shape", "The zip holds no conversations.json: it is not a chat export."
-    )

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from conversations.imports import reading
+from conversations.imports import zips
 from conversations.imports.importer import import_history
-from conversations.imports.reading import Limits
+from conversations.imports.limits import Limits
 from conversations.imports.source import ImportRefused
 from conversations.models import Conversation, Message
 from tests.imports.helpers import by_content, imported, shown
@@ -149,7 +149,7 @@ def test_a_zip_member_that_inflates_past_its_declared_size_is_refused(alice: Any
 def test_a_zip_with_too_many_members_is_refused_before_they_are_listed(
     alice: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(reading, "MAX_ZIP_MEMBERS", 10)
+    monkeypatch.setattr(zips, "MAX_ZIP_MEMBERS", 10)
     crowded = zipped({f"file-{i}.txt": b"" for i in range(11)} | {"conversations.json": []})
 
     refused = refusal(alice, crowded)

@@ -10,6 +10,7 @@ from django.db import connection
 
 from conversations import search
 from conversations.models import Conversation, Message
+from conversations.search import postgresql
 from tests.search.chats import chat, message, on_postgresql
 from tests.support.history import make_history
 
@@ -120,7 +121,7 @@ def vector_of(message: Message) -> Any:
 def test_only_the_newest_matches_are_ranked_for_a_common_word(
     alice: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(search, "WINDOW", 2)
+    monkeypatch.setattr(postgresql, "WINDOW", 2)
     for name in ("oldest", "older", "newer", "newest"):
         chat(alice, name, "zeppelin")
     assert ranked(alice, "zeppelin") == ["newest", "newer"]
@@ -131,8 +132,8 @@ def test_only_the_newest_matches_are_ranked_for_a_common_word(
 def test_a_phrase_ranks_fewer_of_its_newest_matches(
     alice: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(search, "WINDOW", 3)
-    monkeypatch.setattr(search, "PHRASE_WINDOW", 1)
+    monkeypatch.setattr(postgresql, "WINDOW", 3)
+    monkeypatch.setattr(postgresql, "PHRASE_WINDOW", 1)
     for name in ("oldest", "newer", "newest"):
         chat(alice, name, "the red zeppelin")
     assert ranked(alice, "red zeppelin") == ["newest", "newer", "oldest"]
@@ -188,7 +189,9 @@ def test_a_word_in_most_messages_walks_the_newest_first(alice: Any, many: None) 
 
 def test_the_api_filter_reads_the_gin_indexes(alice: Any, many: None) -> None:
     explained = plan(
-        *search.filter_matching(Conversation.objects.visible_to(alice), "zeppel").query.sql_with_params()
+        *search.filter_matching(
+            Conversation.objects.visible_to(alice), "zeppel"
+        ).query.sql_with_params()
     )
     assert "Bitmap Index Scan on conversations_message_search" in explained
     assert "Bitmap Index Scan on conversations_conversation_title_search" in explained

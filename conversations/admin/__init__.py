@@ -1,0 +1,31 @@
+"""History review: read-only conversations with their messages, transcripts and exports.
+
+Nothing here can edit a transcript. Staff who are not superusers see it only with the view
+permission on conversations (conversations.view_conversation), which brings the messages with it.
+
+- conversations: the list, its stats and search, the transcript page and the exports;
+- messages: a conversation's messages, inline; filters: the list's filters on them;
+- review: who may review, and the read-only mixin;
+- chat_models: the models managed here; shares: share links, which may only be revoked.
+"""
+
+from conversations.admin.chat_models import ChatModelAdmin, ChatModelForm
+from conversations.admin.conversations import ConversationAdmin, Stats, as_conversations
+from conversations.admin.filters import AnyMessageStatusFilter, EngineFilter
+from conversations.admin.messages import MessageInline
+from conversations.admin.review import ReadOnlyMixin, can_review
+from conversations.admin.shares import ShareLinkAdmin
+
+__all__ = [
+    "AnyMessageStatusFilter",
+    "ChatModelAdmin",
+    "ChatModelForm",
+    "ConversationAdmin",
+    "EngineFilter",
+    "MessageInline",
+    "ReadOnlyMixin",
+    "ShareLinkAdmin",
+    "Stats",
+    "as_conversations",
+    "can_review",
+]

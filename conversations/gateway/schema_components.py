@@ -1,0 +1,227 @@
+"""The gateway's request and response bodies as OpenAPI schemas: the components its operations
+(gateway.schema) refer to, written out from what gateway.wire accepts and gateway.sse writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conversations.gateway.wire import MAX_MESSAGES, MAX_STOP_SEQUENCES
+
+
+def ref(name: str) -> dict[str, str]:
+    """A reference to one of COMPONENTS."""
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "nullable": True}
+
+
+_TEXT_PART = {
+    "type": "object",
+    "properties": {"type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"}},
+    "required": ["type", "text"],
+}
+
+COMPONENTS: dict[str, Any] = {
+    "GatewayMessage": {
+        "type": "object",
+        "properties": {
+            "role": {"type": "string", "enum": ["system", "developer", "user", "assistant"]},
+            "content": _nullable(
+                {
+                    "oneOf": [{"type": "string"}, {"type": "array", "items": _TEXT_PART}],
+                    "description": "Text, or text parts (joined); null only for an assistant.",
+                }
+            ),
+        },
+        "required": ["role", "content"],
+    },
+    "GatewayChatCompletionRequest": {
+        "type": "object",
+        "description": "OpenAI's Chat Completions request. The last message must be the "
+        "user's: the reply answers it. Unsupported parameters (n other than 1, tools, "
+        "logprobs, penalties, logit_bias, non-text formats) are refused with a 400 naming them.",
+        "properties": {
+            "model": {"type": "string", "description": "A slug from GET /v1/models."},
+            "messages": {
+                "type": "array",
+                "items": ref("GatewayMessage"),
+                "minItems": 1,
+                "maxItems": MAX_MESSAGES,
+            },
+            "stream": _nullable({"type": "boolean", "default": False}),
+            "stream_options": _nullable(
+                {
+                    "type": "object",
+                    "properties": {"include_usage": {"type": "boolean"}},
+                    "description": "Only with stream: include_usage adds a last chunk with "
+                    "the usage.",
+                }
+            ),
+            "max_completion_tokens": _nullable(
+                {"type": "integer", "minimum": 1, "description": "Within the model's limit."}
+            ),
+            "max_tokens": _nullable(
+                {"type": "integer", "minimum": 1, "description": "The older name."}
+            ),
+            "temperature": _nullable(
+                {
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": 2,
+                    "description": "At most the model's max_temperature.",
+                }
+            ),
+            "top_p": _nullable({"type": "number", "minimum": 0, "maximum": 1}),
+            "stop": _nullable(
+                {
+                    "oneOf": [
+                        {"type": "string"},
+                        {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "maxItems": MAX_STOP_SEQUENCES,
+                        },
+                    ]
+                }
+            ),
+            "seed": _nullable({"type": "integer"}),
+            "n": _nullable({"type": "integer", "enum": [1]}),
+        },
+        "required": ["model", "messages"],
+    },
+    "GatewayUsage": {
+        "type": "object",
+        "properties": {
+            "prompt_tokens": {"type": "integer"},
+            "completion_tokens": {"type": "integer"},
+            "total_tokens": {"type": "integer"},
+        },
+        "required": ["prompt_tokens", "completion_tokens", "total_tokens"],
+    },
+    "GatewayChatCompletion": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "description": "chatcmpl- and the reply's request id."},
+            "object": {"type": "string", "enum": ["chat.completion"]},
+            "created": {"type": "integer"},
+            "model": {"type": "string"},
+            "choices": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "index": {"type": "integer"},
+                        "message": {
+                            "type": "object",
+                            "properties": {
+                                "role": {"type": "string", "enum": ["assistant"]},
+                                "content": {"type": "string"},
+                                "refusal": _nullable({"type": "string"}),
+                            },
+                            "required": ["role", "content"],
+                        },
+                        "logprobs": _nullable({"type": "object"}),
+                        "finish_reason": {
+                            "type": "string",
+                            "enum": ["stop", "length", "abort"],
+                            "description": "abort: stopped (a Stop in the chat page).",
+                        },
+                    },
+                    "required": ["index", "message", "finish_reason"],
+                },
+            },
+            "usage": ref("GatewayUsage"),
+        },
+        "required": ["id", "object", "created", "model", "choices", "usage"],
+    },
+    "GatewayChatCompletionChunk": {
+        "type": "object",
+        "description": "One `data:` event of a streamed reply.",
+        "properties": {
+            "id": {"type": "string"},
+            "object": {"type": "string", "enum": ["chat.completion.chunk"]},
+            "created": {"type": "integer"},
+            "model": {"type": "string"},
+            "choices": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "index": {"type": "integer"},
+                        "delta": {
+                            "type": "object",
+                            "properties": {
+                                "role": {"type": "string", "enum": ["assistant"]},
+                                "content": {"type": "string"},
+                            },
+                        },
+                        "logprobs": _nullable({"type": "object"}),
+                        "finish_reason": _nullable(
+                            {"type": "string", "enum": ["stop", "length", "abort"]}
+                        ),
+                    },
+                    "required": ["index", "delta"],
+                },
+            },
+            "usage": _nullable(ref("GatewayUsage")),
+        },
+        "required": ["id", "object", "created", "model", "choices"],
+    },
+    "GatewayStreamEvent": {
+        "type": "object",
+        "description": "One server-sent event of a streamed reply: `data: <json>`.",
+        "properties": {
+            "data": {
+                "anyOf": [
+                    {
+                        "type": "string",
+                        "contentMediaType": "application/json",
+                        "contentSchema": {
+                            "anyOf": [ref("GatewayChatCompletionChunk"), ref("GatewayError")]
+                        },
+                        "description": "A chunk; or an error, and the stream ends there.",
+                    },
+                    {"type": "string", "enum": ["[DONE]"], "description": "The last event."},
+                ]
+            }
+        },
+        "required": ["data"],
+    },
+    "GatewayModel": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "description": "The model's slug."},
+            "object": {"type": "string", "enum": ["model"]},
+            "created": {"type": "integer", "description": "Not known here: 0."},
+            "owned_by": {"type": "string"},
+            "name": {"type": "string"},
+        },
+        "required": ["id", "object", "created", "owned_by"],
+    },
+    "GatewayModelList": {
+        "type": "object",
+        "properties": {
+            "object": {"type": "string", "enum": ["list"]},
+            "data": {"type": "array", "items": ref("GatewayModel")},
+        },
+        "required": ["object", "data"],
+    },
+    "GatewayError": {
+        "type": "object",
+        "properties": {
+            "error": {
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string"},
+                    "type": {"type": "string"},
+                    "param": _nullable({"type": "string"}),
+                    "code": _nullable({"type": "string"}),
+                },
+                "required": ["message", "type", "param", "code"],
+            }
+        },
+        "required": ["error"],
+    },
+}

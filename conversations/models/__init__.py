@@ -1,0 +1,30 @@
+"""chatsite's models, one module per model (with its queryset): every name is importable from
+here, as Django and the rest of chatsite expect (`from conversations.models import Message`).
+
+- conversations: Conversation, a user's chat, and ConversationQuerySet;
+- messages: Message, a turn of it, with a reply's status transitions, and MessageQuerySet;
+- chat_models: ChatModel, a model managed in the admin;
+- tokens: ApiToken, a personal key for the REST API and the gateway;
+- preferences: UserPreferences, how the pages look for one user;
+- shares: ShareLink, a read-only snapshot of a conversation behind a secret link.
+"""
+
+from conversations.models.chat_models import ChatModel
+from conversations.models.conversations import Conversation, ConversationQuerySet
+from conversations.models.messages import Message, MessageQuerySet
+from conversations.models.preferences import UserPreferences
+from conversations.models.shares import ShareLink, ShareLinkQuerySet
+from conversations.models.tokens import ApiToken, ApiTokenQuerySet
+
+__all__ = [
+    "ApiToken",
+    "ApiTokenQuerySet",
+    "ChatModel",
+    "Conversation",
+    "ConversationQuerySet",
+    "Message",
+    "MessageQuerySet",
+    "ShareLink",
+    "ShareLinkQuerySet",
+    "UserPreferences",
+]

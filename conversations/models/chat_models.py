@@ -1,0 +1,43 @@
+"""The models users can chat with that the admin manages (CHAT_MODELS declares the others)."""
+
+from django.db import models
+
+
+class ChatModel(models.Model):
+    """A model users can chat with, managed in the admin (more can be declared in CHAT_MODELS:
+    see conversations.engines.catalogue, which turns a row into the same ModelSpec)."""
+
+    slug = models.SlugField(max_length=50, unique=True, help_text="Its name in the API and URLs.")
+    name = models.CharField(max_length=100, help_text="The name users see in the picker.")
+    backend = models.CharField(max_length=32, help_text="The engine: llamacpp, openai, vllm...")
+    model_id = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="The engine's name for the model: a GGUF path (llamacpp; empty: the embedded "
+        "one), a served model (openai; empty: the first the server lists), a model id (vllm).",
+    )
+    options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='The backend\'s settings, e.g. {"base_url": "http://vllm:8000/v1", '
+        '"api_key_env": "UPSTREAM_KEY"}. Secrets are named by environment variable, never stored.',
+    )
+    context_tokens = models.PositiveIntegerField(default=2048)
+    system_prompt = models.TextField(blank=True, help_text="The default for new conversations.")
+    temperature = models.FloatField(default=0.7)
+    max_tokens = models.PositiveIntegerField(default=512, help_text="Default reply length.")
+    max_temperature = models.FloatField(default=2.0, help_text="The most a conversation may set.")
+    max_tokens_limit = models.PositiveIntegerField(
+        default=4096, help_text="The longest reply a conversation may ask for."
+    )
+    groups = models.ManyToManyField(
+        "auth.Group", blank=True, help_text="Who may use it; nobody chosen: everyone signed in."
+    )
+    enabled = models.BooleanField(default=True)
+    position = models.PositiveIntegerField(default=0, help_text="Order in the picker.")
+
+    class Meta:
+        ordering = ["position", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.slug})"

@@ -1,0 +1,25 @@
+"""A user's preferences for how the pages look."""
+
+from django.conf import settings
+from django.db import models
+
+
+class UserPreferences(models.Model):
+    """How the pages look for one user; a user without a row gets the defaults."""
+
+    class Theme(models.TextChoices):
+        SYSTEM = "system"  # follow the browser's prefers-color-scheme
+        LIGHT = "light"
+        DARK = "dark"
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preferences"
+    )
+    theme = models.CharField(max_length=8, choices=Theme.choices, default=Theme.SYSTEM)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "user preferences"
+
+    def __str__(self) -> str:
+        return f"preferences of user {self.user_id}"
