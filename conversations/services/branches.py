@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from conversations.events import broadcast
-from conversations.events.protocol import BranchChanged
+from conversations.events.protocol import BranchChanged, MessagePayload, message_payload
 from conversations.models import Conversation, Message
 from conversations.services.errors import ReplyInProgress, SendRefused
 
@@ -162,3 +162,10 @@ def branch_select(*, conversation: Conversation, message_id: int) -> None:
         transaction.on_commit(
             lambda: broadcast.to_group_from_sync(group, BranchChanged(message_id=leaf.pk))
         )
+
+
+def branch_payloads(*, conversation: Conversation) -> list[MessagePayload]:
+    """The branch shown now, as tabs show it: read afresh, as another tab may just have switched
+    it (`conversation.current_leaf` is updated)."""
+    conversation.refresh_from_db(fields=["current_leaf"])
+    return [message_payload(message) for message in visible_branch(conversation)]

@@ -4,11 +4,14 @@ A socket outlives the request that authenticated it, so it asks again: before ac
 frame, when its user's sessions change (logout, password change, deactivation, a deleted
 session: see conversations.signals), and when its session expires. The check is Django's own
 (`django.contrib.auth.get_user`: session present and unexpired, user active, password hash
-unchanged), without its side effects on the session.
+unchanged), without its side effects on the session. A socket opening reads its conversation and
+its session's expiry in one trip (socket_opening).
 """
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from importlib import import_module
 
@@ -16,6 +19,9 @@ from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, load_backend
 from django.contrib.sessions.backends.base import SessionBase
 from django.utils.crypto import constant_time_compare
+
+from conversations.models import Conversation
+from conversations.types import AnyUser
 
 
 def _store(session_key: str) -> SessionBase:
@@ -59,3 +65,22 @@ def session_expires_at(session_key: str | None) -> datetime | None:
         )
         return expiry
     return store.get_expiry_date()
+
+
+@dataclass(frozen=True)
+class SocketOpening:
+    """What a socket reads as it opens: its conversation, and when its session expires."""
+
+    conversation: Conversation
+    session_expires: datetime | None
+
+
+def socket_opening(
+    *, user: AnyUser, conversation_id: uuid.UUID, session_key: str | None
+) -> SocketOpening | None:
+    """The conversation and the session's expiry, in one trip to the database thread; None if
+    the user may not see the conversation."""
+    conversation = Conversation.objects.visible_to(user).filter(pk=conversation_id).first()
+    if conversation is None:
+        return None
+    return SocketOpening(conversation, session_expires_at(session_key))

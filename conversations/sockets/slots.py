@@ -80,3 +80,21 @@ async def release(slot: str) -> None:
         await sync_to_async(cache.delete, thread_sensitive=False)(slot)
     except Exception as exc:  # the lease lapses by itself
         logger.warning("could not free a socket slot: %r", exc)
+
+
+class Lease:
+    """A slot held by an open socket: renewed until `end()` frees it."""
+
+    def __init__(self, slot: str):
+        self.slot = slot
+        self._renewing = asyncio.create_task(keep(slot))
+
+    async def end(self) -> None:
+        self._renewing.cancel()
+        await release(self.slot)
+
+
+async def lease(user_id: int, channel_name: str) -> Lease | None:
+    """Take a slot for this socket and keep it; None when the user holds every slot."""
+    slot = await claim(user_id, channel_name)
+    return None if slot is None else Lease(slot)

@@ -161,6 +161,11 @@ class TabState:
     def following(self) -> bool:
         return bool(self._replies)
 
+    def forget(self) -> None:
+        """Follow nothing more, as a new tab would: its socket is closing."""
+        self._replies.clear()
+        self._settled.clear()
+
     def _ask(
         self, reply: _Reply, now: float, reason: str, offset: int = 0, text: str = ""
     ) -> AskSnapshot:

@@ -1,4 +1,4 @@
-"""How fast sockets may send frames: token buckets, pure (the caller passes the time).
+"""How fast sockets may send frames: token buckets (the caller passes the time).
 
 A person sends a message or presses Stop a few times a minute; a script flooding frames would
 otherwise queue work for the process's one database thread and slow every other user down.
@@ -10,6 +10,8 @@ there: thirty sockets cannot send thirty bursts at once. Frames over either rate
 from __future__ import annotations
 
 import weakref
+
+from django.conf import settings
 
 
 class FrameBucket:
@@ -48,9 +50,23 @@ class SocketFrames:
         self.users = users
         self.refused_in_a_row = 0
 
+    @classmethod
+    def from_settings(cls, user_id: int) -> SocketFrames:
+        """A new socket's limit at the configured rates (CHAT_SOCKET_* and CHAT_USER_*)."""
+        return cls(
+            user_id,
+            socket=(settings.CHAT_SOCKET_FRAMES_PER_SECOND, settings.CHAT_SOCKET_FRAME_BURST),
+            user=(settings.CHAT_USER_FRAMES_PER_SECOND, settings.CHAT_USER_FRAME_BURST),
+        )
+
     def allow(self, now: float) -> bool:
         if self.own.allow(now) and self.users.allow(now):
             self.refused_in_a_row = 0
             return True
         self.refused_in_a_row += 1
         return False
+
+    @property
+    def flooding(self) -> bool:
+        """More frames refused in a row than a burst: a script, not a person (close it)."""
+        return self.refused_in_a_row > self.own.burst

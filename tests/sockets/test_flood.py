@@ -13,7 +13,7 @@ from channels.db import database_sync_to_async
 
 from conversations.models import Conversation, Message
 from conversations.sockets.consumer import CLOSE_POLICY_VIOLATION
-from conversations.sockets.throttle import FrameBucket
+from conversations.sockets.throttle import FrameBucket, SocketFrames
 from tests.support.sockets import finished
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -26,6 +26,14 @@ def test_the_bucket_allows_a_burst_then_the_rate() -> None:
     assert bucket.allow(now=10.5), "half a second earns one frame at 2 a second"
     assert not bucket.allow(now=10.5)
     assert bucket.allow(now=100.0) and bucket.refused_in_a_row == 0
+
+
+def test_a_socket_refused_more_frames_in_a_row_than_its_burst_is_flooding() -> None:
+    frames = SocketFrames(2**40, socket=(1, 3), user=(1_000, 1_000))  # a user of its own
+    assert [frames.allow(now=10.0) for _ in range(6)] == [True] * 3 + [False] * 3
+    assert not frames.flooding, "as many refused as a burst: slowed down, not closed"
+    assert not frames.allow(now=10.0) and frames.flooding
+    assert frames.allow(now=20.0) and not frames.flooding, "a frame allowed starts over"
 
 
 async def test_a_flood_is_answered_slow_down_then_closed_and_another_socket_still_streams(

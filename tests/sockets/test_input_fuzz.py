@@ -124,6 +124,11 @@ def expected_send(raw: str | bytes, conversation_id: str) -> tuple[str, str] | N
     content = content.strip()
     if not content or len(content) > PROMPT_LIMIT:
         return None
+    # No model, null or blank: the conversation's. Anything else names a model, and the random
+    # values an extra "model" key gets name none that is available: the send is refused.
+    model = data.get("model")
+    if model is not None and not (isinstance(model, str) and not model.strip()):
+        return None
     return content, key
 
 
