@@ -8,8 +8,8 @@ conversation of the caller's instead: the stored conversation is the history (th
 as the chat page gives the model), and only the request's last message is added; the request's
 system message and sampling apply to that reply alone.
 
-The reply is then an ordinary Generation in this process: tabs on the conversation see it stream
-and can stop it. The response reads it from the generation directly (generation.listeners:
+The reply is then an ordinary generation in this process: tabs on the conversation see it stream
+and can stop it. The response reads it from the generation directly (RunningReply.listen:
 nothing lost, nothing through the channel layer), and a response that ends before the reply (the client
 closed the stream or went away) stops the engine, recorded as cancelled by `client_disconnect`.
 
@@ -41,7 +41,8 @@ from conversations.events.protocol import Delta, Event, Finished, MessagePayload
 from conversations.gateway.errors import from_refusal
 from conversations.gateway.wire import ChatCall
 from conversations.generation import replies, rows
-from conversations.generation.runner import Generation, ReplyPlan
+from conversations.generation.plans import ReplyPlan
+from conversations.generation.running import RunningReply
 from conversations.models import Conversation, Message
 from conversations.services.conversations import conversation_delete
 from conversations.services.errors import ConversationGone, SendRefused
@@ -67,10 +68,10 @@ async def call_start(
         client=client,
     )
     try:
-        generation = await replies.reply_start_with(save)
+        running = await replies.reply_start_with(save)
     except SendRefused as refusal:
         raise from_refusal(refusal) from None
-    return CallReply(generation, record=settings.CHAT_GATEWAY_RECORD)
+    return CallReply(running, record=settings.CHAT_GATEWAY_RECORD)
 
 
 def call_save(
@@ -96,19 +97,21 @@ def call_save(
                 raise ConversationGone("There is no such conversation of yours.")
             conversation = found
         return replies.reply_create(
-            conversation=conversation,
-            content=call.content,
-            model_slug=model.slug,
-            call=replies.CallSettings(
-                system_prompt=call.system_prompt,
-                temperature=call.temperature,
-                max_tokens=call.max_tokens,
-                top_p=call.top_p,
-                stop=call.stop,
-                seed=call.seed,
-                # An API client calling in bulk would double the engine's work with titles.
-                title_by_model=False,
-            ),
+            replies.Send(
+                conversation=conversation,
+                turn=replies.Turn(content=call.content),
+                model_slug=model.slug,
+                call=replies.CallSettings(
+                    system_prompt=call.system_prompt,
+                    temperature=call.temperature,
+                    max_tokens=call.max_tokens,
+                    top_p=call.top_p,
+                    stop=call.stop,
+                    seed=call.seed,
+                    # An API client calling in bulk would double the engine's work with titles.
+                    title_by_model=False,
+                ),
+            )
         )
 
 
@@ -135,18 +138,18 @@ class CallReply:
     """A call's reply as its response reads it: the text as the generation sends it to every
     tab, then the row as saved."""
 
-    def __init__(self, generation: Generation, *, record: bool) -> None:
-        self.generation = generation
+    def __init__(self, running: RunningReply, *, record: bool) -> None:
+        self.running = running
         self.saved: MessagePayload | None = None  # once over: the row, None if it is gone
         self.over = False
         # At once: the generation's task has not run yet, so no event is missed.
-        self._events = generation.listeners.add()
+        self._events = running.listen()
         self._record = record
         self._released = False
 
     @property
     def plan(self) -> ReplyPlan:
-        return self.generation.plan
+        return self.running.plan
 
     async def next_text(self) -> str | None:
         """The next piece of the reply's text; None once it is over (see `saved`)."""
@@ -167,13 +170,13 @@ class CallReply:
         if self._released:
             return
         self._released = True
-        self.generation.listeners.discard(self._events)
+        self.running.stop_listening(self._events)
         if not self.over:
             logger.info("client went away request_id=%s, stopping", self.plan.request_id)
             stop = rows.RecordedStop(rows.unix_time(time.time()), CLIENT_DISCONNECT)
-            await self.generation.request_stop(stop)  # as a Stop from a tab in this process
+            await self.running.request_stop(stop)  # as a Stop from a tab in this process
         if not self._record:
-            _in_background(_forget(self.generation))
+            _in_background(_forget(self.running))
 
 
 # Strong references: asyncio keeps only weak ones to tasks.
@@ -187,11 +190,10 @@ def _in_background(work: Coroutine[Any, Any, None]) -> None:
     task.add_done_callback(_background.discard)
 
 
-async def _forget(generation: Generation) -> None:
-    if generation.task is not None:
-        await asyncio.wait({generation.task})  # the final save first
+async def _forget(running: RunningReply) -> None:
+    await running.finished()  # the final save first
     try:
-        await database_sync_to_async(_delete_conversation)(generation.plan.conversation_id)
+        await database_sync_to_async(_delete_conversation)(running.plan.conversation_id)
     except Exception:
         logger.exception("could not delete an unrecorded call's conversation")
 

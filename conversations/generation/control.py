@@ -15,16 +15,16 @@ import asyncio
 import logging
 import time
 from contextlib import suppress
-from typing import TYPE_CHECKING
 
 from django.conf import settings
 
 from conversations.events import broadcast, protocol
 from conversations.generation import rows
+from conversations.generation.feed import Feed
 from conversations.generation.keepalive import keep_alive
-
-if TYPE_CHECKING:
-    from conversations.generation.runner import Generation
+from conversations.generation.outbox import Outbox
+from conversations.generation.plans import ReplyPlan
+from conversations.generation.stopping import Stopping
 
 logger = logging.getLogger("chatsite.generation")
 
@@ -32,8 +32,16 @@ DISCONNECTED = "disconnect"  # cancelled_by when the grace period ran out
 
 
 class Control:
-    def __init__(self, generation: Generation):
-        self.generation = generation
+    """A generation's ties to the group and the keep-alive round. It sees the reply's text
+    (`feed`), its stop (`stopping`) and its events' way out (`outbox`), never the generation."""
+
+    def __init__(self, plan: ReplyPlan, *, feed: Feed, stopping: Stopping, outbox: Outbox):
+        self.message_id = plan.message_id
+        self._group = plan.group
+        self._request_id = plan.request_id
+        self._feed = feed
+        self._stopping = stopping
+        self._outbox = outbox
         self.channel = ""
         self.last_viewer_seen = time.monotonic()
         self.flushed = 0  # characters of the reply written to the row
@@ -54,7 +62,7 @@ class Control:
 
     @property
     def group(self) -> str:
-        return broadcast.generation_group(self.generation.plan.group)
+        return broadcast.generation_group(self._group)
 
     async def leave(self) -> None:
         with suppress(Exception):
@@ -66,14 +74,6 @@ class Control:
         except Exception as exc:
             # Generating and saving go on; Stops still arrive through the row.
             logger.warning("group add failed request_id=%s: %r", self._request_id, exc)
-
-    @property
-    def message_id(self) -> int:
-        return self.generation.plan.message_id
-
-    @property
-    def _request_id(self) -> str:
-        return self.generation.plan.request_id
 
     async def _listen(self) -> None:
         mine = self.message_id
@@ -103,40 +103,37 @@ class Control:
                 continue
             if isinstance(event, protocol.Cancel):
                 stop = rows.RecordedStop(rows.unix_time(event.requested_at), event.cancelled_by)
-                await self.generation.request_stop(stop)
+                self._stopping.request(stop)
             elif isinstance(event, protocol.Sync):
-                self.generation.snapshot_to(event.reply_channel)
+                self._feed.send_snapshot(event.reply_channel)
             elif isinstance(event, protocol.Pong):
                 self.last_viewer_seen = time.monotonic()
 
     def flush_request(self) -> rows.Flush:
         """This reply's part of the process's keep-alive round (see keepalive)."""
-        generation = self.generation
-        length = generation.feed.text.length
+        text = self._feed.text
         return rows.Flush(
             message_id=self.message_id,
-            content=generation.feed.text.text if length != self.flushed else None,
-            look_for_stop=generation.stop is None,
-            length=length,
-            first_token_at=None if self.marked_streaming else generation.first_token_at,
+            content=text.text if text.length != self.flushed else None,
+            look_for_stop=self._stopping.stop is None,
+            length=text.length,
+            first_token_at=None if self.marked_streaming else self._feed.first_token_at,
         )
 
     async def after_flush(self, flush: rows.Flush, result: rows.FlushResult | None) -> None:
         """Act on what the row said (None: the write failed), ping the tabs, mind the grace."""
-        generation = self.generation
         if result is not None:
             self.flushed = flush.length
             self.marked_streaming |= flush.first_token_at is not None
             if not result.active:
-                generation.row_lost()
+                self._stopping.row_lost()
             elif result.stop is not None:
-                await generation.request_stop(result.stop)
-        await generation.send(protocol.Ping(message_id=self.message_id, reply_channel=self.channel))
-        if generation.listeners:  # a reader in this process (an API call) watches it
+                self._stopping.request(result.stop)
+        ping = protocol.Ping(message_id=self.message_id, reply_channel=self.channel)
+        await self._outbox.send(ping)
+        if self._outbox.listeners:  # a reader in this process (an API call) watches it
             self.last_viewer_seen = time.monotonic()
         grace = settings.CHAT_DISCONNECT_GRACE_S
         if time.monotonic() - self.last_viewer_seen > grace:
             logger.info("no viewer for %ss request_id=%s", grace, self._request_id)
-            await generation.request_stop(
-                rows.RecordedStop(rows.unix_time(time.time()), DISCONNECTED)
-            )
+            self._stopping.request(rows.RecordedStop(rows.unix_time(time.time()), DISCONNECTED))

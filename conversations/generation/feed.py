@@ -11,6 +11,8 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from django.conf import settings
 
@@ -28,8 +30,14 @@ class Feed:
         self._send = send
         self._lock = asyncio.Lock()  # deltas go out in offset order
         self._timer: asyncio.Task[None] | None = None
+        self._snapshots: set[asyncio.Task[Any]] = set()  # strong references, as for any task
+        # When the engine's first token came: the row says "streaming" from the next keep-alive
+        # round (one write for all replies, see keepalive).
+        self.first_token_at: datetime | None = None
 
     async def add(self, delta: str) -> None:
+        if self.first_token_at is None:
+            self.first_token_at = datetime.now(UTC)
         self.text.add(delta)
         if self._timer is not None:
             return  # a frame is already scheduled; it will carry this delta too
@@ -54,7 +62,14 @@ class Feed:
         self._timer = None
         await self.send_now()
 
-    async def snapshot_to(self, reply_channel: str) -> None:
+    def send_snapshot(self, reply_channel: str) -> None:
+        """Send one tab the text so far, in a task of its own: a full channel makes it wait, and
+        nothing else (Stops above all) may wait behind it."""
+        task = asyncio.create_task(self._snapshot_to(reply_channel))
+        self._snapshots.add(task)
+        task.add_done_callback(self._snapshots.discard)
+
+    async def _snapshot_to(self, reply_channel: str) -> None:
         # Taken without waiting for anything: deltas keep flowing to every other tab while this
         # one's full channel drains, and the tab orders what it gets by offset.
         snapshot = Snapshot(self.message_id, self.text.snapshot())

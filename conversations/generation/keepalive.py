@@ -11,37 +11,47 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 
 from conversations.generation import rows
 
-if TYPE_CHECKING:
-    from conversations.generation.control import Control
-
 logger = logging.getLogger("chatsite.generation")
+
+
+class Member(Protocol):
+    """What the round needs of each reply in it (a generation's Control)."""
+
+    @property
+    def message_id(self) -> int: ...
+
+    def flush_request(self) -> rows.Flush: ...
+
+    async def after_flush(self, flush: rows.Flush, result: rows.FlushResult | None) -> None:
+        """Act on what the row said (None: the write failed)."""
+        ...
 
 
 class KeepAlive:
     def __init__(self) -> None:
-        self.members: dict[int, Control] = {}  # by reply id
+        self.members: dict[int, Member] = {}  # by reply id
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._failing = False  # the last round's write failed: one warning per outage
 
-    def add(self, control: Control) -> None:
+    def add(self, member: Member) -> None:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new event loop (tests run one each): start afresh
             self.members, self._task, self._loop = {}, None, loop
-        self.members[control.message_id] = control
+        self.members[member.message_id] = member
         if self._task is None or self._task.done():
             self._task = loop.create_task(self._run(), name="keep-alive")
 
-    def discard(self, control: Control) -> None:
-        if self.members.get(control.message_id) is control:
-            del self.members[control.message_id]
+    def discard(self, member: Member) -> None:
+        if self.members.get(member.message_id) is member:
+            del self.members[member.message_id]
 
     async def _run(self) -> None:
         while self.members:

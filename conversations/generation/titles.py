@@ -25,8 +25,9 @@ from django.conf import settings
 from conversations.engines import get_engine
 from conversations.engines.base import ChatMessage, SamplingParams
 from conversations.engines.specs import ModelSpec
-from conversations.events import broadcast
+from conversations.events import broadcast, protocol
 from conversations.events.protocol import Cancel, TitleChanged
+from conversations.generation.plans import ReplyPlan
 from conversations.models import Conversation
 
 logger = logging.getLogger("chatsite.generation")
@@ -44,16 +45,22 @@ EXCERPT_CHARS = 2000  # of the question and of the reply: a title needs no more
 _writing: set[asyncio.Task[Any]] = set()
 
 
-def wanted(history: list[ChatMessage], prefix: str) -> bool:
-    """A title is written after a conversation's first reply (not a continued one)."""
-    return settings.CHAT_AUTO_TITLES and not prefix and len(history) == 1
+def wanted(plan: ReplyPlan) -> bool:
+    """A title is written after a conversation's first reply (not a continued one), unless its
+    send asked for none (see ReplyPlan.title_by_model)."""
+    return (
+        plan.title_by_model
+        and settings.CHAT_AUTO_TITLES
+        and not plan.prefix
+        and len(plan.history) == 1
+    )
 
 
-def start(
-    *, conversation_id: uuid.UUID, group: str, model: ModelSpec, question: str, reply: str
-) -> None:
+def start(plan: ReplyPlan, *, reply: str) -> None:
+    """Write the title of the first reply `reply` (planned by `plan`) in a task of its own."""
+    question = plan.history[0].content
     task = asyncio.create_task(
-        write_title(conversation_id, group, model, question, reply), name="title"
+        write_title(plan.conversation_id, plan.group, plan.model, question, reply), name="title"
     )
     _writing.add(task)
     task.add_done_callback(_writing.discard)
@@ -130,8 +137,11 @@ async def _deletion(conversation_id: uuid.UUID, group: str) -> AsyncIterator[asy
             deleted.set()
             return
         while True:
-            message = await layer.receive(channel)
-            if message.get("type") == Cancel.type and message.get("message_id") is None:
+            try:
+                event = protocol.parse(await layer.receive(channel))
+            except (KeyError, TypeError):  # not ours (another version of chatsite, mid-deploy)
+                continue
+            if isinstance(event, Cancel) and event.message_id is None:
                 deleted.set()
                 return
 

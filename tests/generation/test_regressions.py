@@ -326,10 +326,10 @@ async def test_a_final_save_outlasting_a_database_outage_keeps_the_whole_reply(
 ) -> None:
     """Issue 10, problem 7: the final save failed once and was never retried; recovery then
     marked the row interrupted with the last flushed text, which the tabs were shown."""
-    from conversations.generation import runner
+    from conversations.generation import endings
     from conversations.generation.recovery import INTERRUPTED_ERROR
 
-    monkeypatch.setattr(runner, "FINAL_SAVE_FIRST_PAUSE_S", 0.05)
+    monkeypatch.setattr(endings, "FINAL_SAVE_FIRST_PAUSE_S", 0.05)
     real_finish = rows.finish
     attempts: list[bool] = []
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from typing import Any
 
@@ -216,16 +215,21 @@ async def test_a_stop_recorded_only_in_the_database_still_stops_the_reply(
 async def test_a_generation_cut_off_by_shutdown_is_saved_as_interrupted(
     alice: Any, conversation: Any, scripted_engine: Any
 ) -> None:
-    from conversations.generation.replies import reply_start
+    from conversations.events.protocol import Delta
+    from conversations.generation.replies import Send, Turn, reply_start
 
     scripted_engine.tokens = 10_000
-    generation = await reply_start(conversation=conversation, content="go")
-    while generation.feed.text.length < 50:  # noqa: ASYNC110 - polling its progress is the point
-        await asyncio.sleep(0.01)
-    assert generation.task is not None
-    generation.task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await generation.task
+    running = await reply_start(Send(conversation=conversation, turn=Turn(content="go")))
+    events, shown = running.listen(), 0
+    while shown < 50:
+        event = await events.get()
+        assert event is not None, "still being written"
+        shown += len(event.text) if isinstance(event, Delta) else 0
+    # As a shutdown does: the event loop's tasks are cancelled, the generation's among them.
+    name = f"generation-{running.plan.request_id}"
+    (task,) = [task for task in asyncio.all_tasks() if task.get_name() == name]
+    task.cancel()
+    await running.finished()
 
     row = await reply_of(conversation)
     assert row.status == Message.Status.INTERRUPTED, "never passed off as a complete reply"

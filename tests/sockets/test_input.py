@@ -12,8 +12,8 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import connection
 
-from conversations.generation.replies import reply_create
-from conversations.generation.runner import ReplyPlan
+from conversations.generation.plans import ReplyPlan
+from conversations.generation.replies import Send, Turn, reply_create
 from conversations.models import Conversation, Message
 from conversations.services.errors import DuplicateSend, ReplyInProgress
 from tests.support.db import close_worker_connections
@@ -250,7 +250,7 @@ def race_reply_create(sends: list[tuple[Conversation, str]]) -> list[Any]:
         try:
             barrier.wait(timeout=10)
             results[index] = reply_create(
-                conversation=conversation, content="Hello", idempotency_key=key
+                Send(conversation=conversation, turn=Turn(content="Hello"), idempotency_key=key)
             )
         except Exception as exc:
             results[index] = exc
@@ -319,10 +319,11 @@ def test_sends_racing_in_two_processes_never_overshoot_the_active_limit(
 
 def test_reply_create_refuses_a_repeated_key(alice: Any) -> None:
     conversation = Conversation.objects.create(owner=alice)
-    reply_create(conversation=conversation, content="Hello", idempotency_key="k")
+    send = Send(conversation=conversation, turn=Turn(content="Hello"), idempotency_key="k")
+    reply_create(send)
     Message.objects.filter(conversation=conversation).update(status=Message.Status.COMPLETE)
     with pytest.raises(DuplicateSend):
-        reply_create(conversation=conversation, content="Hello", idempotency_key="k")
+        reply_create(send)
     assert conversation.messages.count() == 2
 
 

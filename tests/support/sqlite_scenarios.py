@@ -47,12 +47,12 @@ def database_path() -> str:
 
 def send(owner: Any, content: str, conversation: Any = None) -> str:
     """One send (on a new conversation of the owner's unless given): "ok", or why it failed."""
-    from conversations.generation.replies import reply_create
+    from conversations.generation.replies import Send, Turn, reply_create
     from conversations.services.conversations import conversation_create
 
     try:
         conversation = conversation or conversation_create(owner=owner)
-        reply_create(conversation=conversation, content=content)
+        reply_create(Send(conversation=conversation, turn=Turn(content=content)))
     except Exception as exc:  # the scenario reports every failure
         return f"{type(exc).__name__}: {exc}"
     return "ok"

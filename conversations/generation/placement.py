@@ -1,0 +1,80 @@
+"""Where a turn's messages go in the conversation's tree (see services.branches)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conversations.models import Conversation, Message
+from conversations.services import branches
+from conversations.services.errors import ConversationGone, NothingToRedo
+
+NO_USER_MESSAGE = -1  # a turn that adds a reply only
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What a send asks for: a new message (`send`), another version of the last reply
+    (`regenerate`, also Retry after a failure), a new version of one of the user's messages and
+    a reply to it (`edit`), or the last reply carried on from where it was cut off (`continue`).
+    Each starts a reply under the same rules: one at a time per conversation, the same limits."""
+
+    kind: str = "send"
+    content: str = ""  # send, edit
+    message_id: int | None = None  # edit: the user message it is a new version of
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a turn's messages go in the conversation's tree."""
+
+    user_parent: int | None  # the user message's parent (NO_USER_MESSAGE: no user message)
+    reply_parent: int | None = None  # without a user message: the reply's parent
+    prefix: str = ""  # continue: the text the new reply starts from
+    after: int | None = None  # the last message the tabs keep showing
+
+    @classmethod
+    def reply_only(cls, parent: int | None, prefix: str = "") -> Place:
+        return cls(NO_USER_MESSAGE, reply_parent=parent, prefix=prefix, after=parent)
+
+    @property
+    def has_user_message(self) -> bool:
+        return self.user_parent != NO_USER_MESSAGE
+
+
+def shown_leaf(conversation: Conversation) -> int | None:
+    """The last message of the branch shown; ConversationGone if the conversation is."""
+    leaf_id = (
+        Conversation.objects.filter(pk=conversation.pk)
+        .values_list("current_leaf_id", flat=True)
+        .first()
+    )
+    if leaf_id is None:
+        if not Conversation.objects.filter(pk=conversation.pk).exists():
+            raise ConversationGone("This conversation has been deleted.")
+        leaf_id = branches.link_as_a_line(conversation.pk)  # messages written as a list
+    return leaf_id
+
+
+def place(conversation: Conversation, turn: Turn, leaf_id: int | None) -> Place:
+    """Where `turn` puts its messages, the branch shown ending at `leaf_id`; a refusal the
+    sender can read if it has nothing to work on."""
+    if turn.kind == "send":
+        return Place(user_parent=leaf_id, after=leaf_id)
+    if turn.kind == "edit":
+        edited = Message.objects.filter(
+            pk=turn.message_id or 0, conversation=conversation, role=Message.Role.USER
+        ).first()
+        if edited is None:
+            raise branches.NotOnThisConversation("There is no such message of yours to edit.")
+        return Place(user_parent=edited.parent_id, after=edited.parent_id)
+    leaf = Message.objects.filter(pk=leaf_id).first() if leaf_id is not None else None
+    if leaf is None:
+        raise NothingToRedo("There is no reply to do again yet.")
+    if turn.kind == "regenerate":
+        parent = leaf.parent_id if leaf.role == Message.Role.ASSISTANT else leaf.pk
+        return Place.reply_only(parent)
+    if turn.kind == "continue":
+        if not leaf.can_continue:
+            raise NothingToRedo("Only a reply that was cut off or stopped can be continued.")
+        return Place.reply_only(leaf.parent_id, prefix=leaf.content)
+    raise ValueError(f"unknown turn {turn.kind!r}")
