@@ -111,8 +111,8 @@ class EngineStream(ABC):
 
     stop_timeout_s: float = ENGINE_STOP_TIMEOUT_S
 
-    def __init__(self) -> None:
-        self.result = StreamResult()
+    def __init__(self, *, prompt_tokens: int | None = None) -> None:
+        self.result = StreamResult(prompt_tokens=prompt_tokens)
         self._stop = _StopState()
 
     @property
@@ -205,13 +205,26 @@ class Engine(Protocol):
         ...
 
     def count_tokens(self, text: str) -> int:
-        """How many tokens the text costs in this engine's context window (an estimate is fine)."""
+        """How many tokens the text costs in this engine's context window (an estimate is fine).
+        It may block (on a tokenizer, or a request to the model's server): never call it on the
+        event loop."""
         ...
 
     def stream(
-        self, messages: list[ChatMessage], params: SamplingParams, *, request_id: str
+        self,
+        messages: list[ChatMessage],
+        params: SamplingParams,
+        *,
+        request_id: str,
+        prompt_tokens: int | None = None,
     ) -> EngineStream:
-        """Start generating a reply; nothing runs until the stream is iterated."""
+        """Start generating a reply; nothing runs until the stream is iterated, and neither
+        building nor reading the stream blocks the event loop.
+
+        `prompt_tokens`: what the messages cost, as the caller counted them with count_tokens
+        off the event loop (where it fitted them to the context); the result reports it unless
+        the engine counts the prompt itself.
+        """
         ...
 
 

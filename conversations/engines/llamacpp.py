@@ -53,13 +53,16 @@ _Item = str | BaseException | None
 
 class LlamaStream(EngineStream):
     def __init__(
-        self, engine: LlamaCppEngine, messages: list[ChatMessage], params: SamplingParams
+        self,
+        engine: LlamaCppEngine,
+        messages: list[ChatMessage],
+        params: SamplingParams,
+        prompt_tokens: int | None,
     ) -> None:
-        super().__init__()
+        super().__init__(prompt_tokens=prompt_tokens)
         self.engine = engine
         self.messages = messages
         self.params = params
-        self.result.prompt_tokens = sum(engine.count_tokens(m.content) for m in messages)
         # Checked by the worker thread after every token: stop() or a reader that went away.
         self._halt = threading.Event()
         self._job: Future[None] | None = None
@@ -168,12 +171,19 @@ class LlamaCppEngine:
             return self._llm
 
     def count_tokens(self, text: str) -> int:
+        # Blocking: it may load the model, and xllamacpp asks its loopback server. Callers count
+        # where they fit the prompt, off the event loop; a stream never counts.
         return self.model_instance().count_tokens(text)
 
     def stream(
-        self, messages: list[ChatMessage], params: SamplingParams, *, request_id: str
+        self,
+        messages: list[ChatMessage],
+        params: SamplingParams,
+        *,
+        request_id: str,
+        prompt_tokens: int | None = None,
     ) -> LlamaStream:
-        return LlamaStream(self, messages, params)
+        return LlamaStream(self, messages, params, prompt_tokens)
 
 
 def build_engine(spec: ModelSpec) -> LlamaCppEngine:

@@ -5,14 +5,15 @@ server-sent events and hands text deltas to the reader through a queue. Stop can
 httpx then closes the connection (a half-read response never goes back to the pool), and a
 closed connection is the abort signal these servers listen for; vLLM aborts the request in its
 scheduler, llama.cpp's server stops pulling tokens and frees the model for the next request.
+What the server's answers mean (the events, the error shapes) is read in openai_http.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
+import ssl
 from collections.abc import AsyncGenerator
 
 import httpx
@@ -27,6 +28,7 @@ from conversations.engines.base import (
     SamplingParams,
     estimate_tokens,
 )
+from conversations.engines.openai_http import ChatEvents, status_error, transport_error
 from conversations.engines.specs import ModelSpec
 
 # After [DONE] the reader reads on to the end of the body, so the connection goes back to the
@@ -43,17 +45,19 @@ _Item = str | BaseException | None
 
 class OpenAIStream(EngineStream):
     def __init__(
-        self, engine: OpenAIEngine, messages: list[ChatMessage], params: SamplingParams
+        self,
+        engine: OpenAIEngine,
+        messages: list[ChatMessage],
+        params: SamplingParams,
+        prompt_tokens: int | None,
     ) -> None:
-        super().__init__()
+        super().__init__(prompt_tokens=prompt_tokens)
         self.engine = engine
         self.messages = messages
         self.params = params
-        self.result.prompt_tokens = sum(engine.count_tokens(m.content) for m in messages)
         self._queue: asyncio.Queue[_Item] = asyncio.Queue()
         self._reader: asyncio.Task[None] | None = None
-        self._complete = False  # the server sent [DONE]
-        self._saw_usage = False
+        self._events = ChatEvents(self.result, self._queue.put_nowait)
 
     async def _deltas(self) -> AsyncGenerator[str, None]:
         self._reader = asyncio.create_task(self._read(), name="openai-stream")
@@ -63,14 +67,14 @@ class OpenAIStream(EngineStream):
                     raise item
                 yield item
         finally:
-            if self._complete:
+            if self._events.complete:
                 await asyncio.wait([self._reader], timeout=_DRAIN_S)
             await self._cancel_reader()  # the reader went away: close the connection now
 
     async def _abort(self) -> None:
         # Closing the connection is the abort signal, and once it is closed the request is over
         # for us: nothing else to wait for, even if nobody reads the stream on.
-        if await self._cancel_reader() and not self._complete:
+        if await self._cancel_reader() and not self._events.complete:
             self.result.finish_reason = FinishReason.ABORT
         self._queue.put_nowait(None)
         self._engine_stopped()
@@ -109,65 +113,27 @@ class OpenAIStream(EngineStream):
             async with client.stream("POST", "chat/completions", json=body) as response:
                 if response.status_code >= 400:
                     await response.aread()
-                    raise _status_error(response, model)
+                    raise status_error(response, model)
                 engine.reachable = True
-                await self._read_events(response)
-            if not self._complete:
+                await self._events.read(response.aiter_lines())
+            if not self._events.complete:
                 raise EngineError("The model server ended the reply before it was complete.")
         except EngineError as exc:
             self._queue.put_nowait(exc)
         except httpx.HTTPError as exc:
             if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
                 engine.reachable = False
-            if not self._complete:  # once the reply is whole, a failure draining it is not one
-                self._queue.put_nowait(_transport_error(exc, engine))
+            if not self._events.complete:  # once the reply is whole, draining it cannot fail it
+                self._queue.put_nowait(
+                    transport_error(exc, base_url=engine.base_url, timeout=engine.timeout)
+                )
         except Exception as exc:
             # Anything else (a bad URL, a misused stream) must still end the reply, not hang it.
             logger.exception("openai engine reader failed")
-            if not self._complete:
+            if not self._events.complete:
                 self._queue.put_nowait(
                     EngineError("The request to the model server failed.", detail=repr(exc))
                 )
-
-    async def _read_events(self, response: httpx.Response) -> None:
-        """Queue the text of each event, and the end of the reply at [DONE]."""
-        async for line in response.aiter_lines():
-            if self._complete or not line.startswith("data:"):
-                continue  # blank separators, ": ping" comments, "event:" lines
-            data = line[5:].strip()
-            if data == "[DONE]":
-                self._complete = True
-                self._queue.put_nowait(None)
-                continue
-            try:
-                chunk = json.loads(data)
-                if "error" in chunk:
-                    error = chunk["error"]
-                    message = error.get("message") if isinstance(error, dict) else error
-                    raise EngineError(
-                        "The model server reported an error.",
-                        detail=f"The model server reported an error: {message}",
-                    )
-                self._take_usage(chunk.get("usage"))
-                for choice in chunk.get("choices") or ():
-                    text = (choice.get("delta") or {}).get("content")
-                    if text:
-                        if not self._saw_usage:
-                            self.result.completion_tokens += 1
-                        self._queue.put_nowait(text)
-                    if choice.get("finish_reason"):
-                        self.result.finish_reason = FinishReason.parse(choice["finish_reason"])
-            except (ValueError, TypeError, AttributeError):
-                raise EngineError(
-                    "The model server sent a reply that could not be read.",
-                    detail=f"The model server sent a malformed chunk: {data[:80]!r}",
-                ) from None
-
-    def _take_usage(self, usage: object) -> None:
-        if isinstance(usage, dict) and usage:
-            self._saw_usage = True
-            self.result.prompt_tokens = usage.get("prompt_tokens", self.result.prompt_tokens)
-            self.result.completion_tokens = usage.get("completion_tokens", 0)
 
 
 class OpenAIEngine:
@@ -188,11 +154,14 @@ class OpenAIEngine:
         self.context_tokens = context_tokens
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._tls: ssl.SSLContext | None = None  # made by load()
         # As last seen by a reply or a readiness probe; the picker shows a server that is away.
         self.reachable = True
 
     def load(self) -> None:
-        pass  # the model lives in another server; nothing to load here
+        # The model lives in another server. What is slow here is TLS: reading the CA bundle
+        # takes tens of milliseconds, which a reply's first request would spend on the event loop.
+        self._tls = httpx.create_ssl_context()
 
     async def unreachable(self) -> str | None:
         try:
@@ -217,6 +186,7 @@ class OpenAIEngine:
             self._client = httpx.AsyncClient(
                 base_url=self.base_url,
                 headers=headers,
+                verify=self._tls or True,  # True: an engine used without load() makes its own
                 # connect/read/write/pool each: read is the longest pause between two chunks.
                 timeout=httpx.Timeout(self.timeout),
                 limits=httpx.Limits(max_connections=200, max_keepalive_connections=20),
@@ -229,7 +199,7 @@ class OpenAIEngine:
         if not self.model:
             response = await client.get("models")
             if response.status_code >= 400:
-                raise _status_error(response, "")
+                raise status_error(response, "")
             try:
                 self.model = str(response.json()["data"][0]["id"])
             except (ValueError, KeyError, IndexError, TypeError):
@@ -243,56 +213,14 @@ class OpenAIEngine:
         return estimate_tokens(text)  # the server's tokenizer is not ours to call
 
     def stream(
-        self, messages: list[ChatMessage], params: SamplingParams, *, request_id: str
+        self,
+        messages: list[ChatMessage],
+        params: SamplingParams,
+        *,
+        request_id: str,
+        prompt_tokens: int | None = None,
     ) -> OpenAIStream:
-        return OpenAIStream(self, messages, params)
-
-
-def _status_error(response: httpx.Response, model: str) -> EngineError:
-    detail = _error_detail(response)
-    code = response.status_code
-    if code in (401, 403):
-        return EngineError(
-            f"The model server refused the request (HTTP {code}).",
-            detail=f"The model server refused our credentials (HTTP {code}); check the API key. "
-            f"{detail}".strip(),
-        )
-    if code == 404 and model:
-        return EngineError(
-            "The model server does not have this model (HTTP 404).",
-            detail=f"The model server has no model {model!r} (HTTP 404). {detail}".strip(),
-        )
-    return EngineError(
-        f"The model server answered HTTP {code}.",
-        detail=f"The model server answered HTTP {code}. {detail}".strip(),
-    )
-
-
-def _error_detail(response: httpx.Response) -> str:
-    """The server's own explanation, from the usual JSON error shapes, kept short."""
-    try:
-        payload = response.json()
-        error = payload.get("error", payload.get("detail", payload.get("message")))
-        if isinstance(error, dict):
-            error = error.get("message")
-        text = str(error) if error else ""
-    except (ValueError, AttributeError):
-        text = response.text
-    return " ".join(text.split())[:200]
-
-
-def _transport_error(exc: httpx.HTTPError, engine: OpenAIEngine) -> EngineError:
-    kind = exc.__class__.__name__
-    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-        return EngineError(
-            "The model server could not be reached.",
-            detail=f"Could not connect to the model server at {engine.base_url} ({kind}).",
-        )
-    if isinstance(exc, httpx.ReadTimeout):
-        return EngineError(f"The model server sent nothing for {engine.timeout:g} seconds.")
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return EngineError("The model server closed the connection in the middle of the reply.")
-    return EngineError("The model server failed.", detail=f"{kind}: {exc}")
+        return OpenAIStream(self, messages, params, prompt_tokens)
 
 
 def build_engine(spec: ModelSpec) -> OpenAIEngine:

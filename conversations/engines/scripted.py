@@ -58,10 +58,10 @@ class ScriptedStream(EngineStream):
         messages: list[ChatMessage],
         params: SamplingParams,
         request_id: str,
+        prompt_tokens: int | None,
     ) -> None:
-        super().__init__()
+        super().__init__(prompt_tokens=prompt_tokens)
         self.engine = engine
-        self.result.prompt_tokens = sum(engine.count_tokens(m.content) for m in messages)
         self.record = ScriptedRecord(request_id=request_id, messages=messages, params=params)
         engine.records[request_id] = self.record
         self._max_tokens = params.max_tokens
@@ -152,9 +152,14 @@ class ScriptedEngine:
         return estimate_tokens(text)
 
     def stream(
-        self, messages: list[ChatMessage], params: SamplingParams, *, request_id: str
+        self,
+        messages: list[ChatMessage],
+        params: SamplingParams,
+        *,
+        request_id: str,
+        prompt_tokens: int | None = None,
     ) -> ScriptedStream:
-        return ScriptedStream(self, messages, params, request_id)
+        return ScriptedStream(self, messages, params, request_id, prompt_tokens)
 
 
 def build_engine(spec: ModelSpec) -> ScriptedEngine:

@@ -17,6 +17,7 @@ when this backend is selected. Tests hand a stand-in to `VllmEngine(api=...)` in
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import inspect
 import threading
@@ -73,22 +74,20 @@ class VllmStream(EngineStream):
         messages: list[ChatMessage],
         params: SamplingParams,
         request_id: str,
-        llm: Any,
-        failure: EngineError | None = None,
+        prompt_tokens: int | None,
     ) -> None:
-        super().__init__()
+        super().__init__(prompt_tokens=prompt_tokens)
         self.engine = engine
         self.messages = messages
         self.params = params
         self.request_id = request_id
-        self._llm = llm
-        self._failure = failure  # the engine could not be built; raised when iterated
+        self._llm: Any = None  # the engine's AsyncLLM, once this stream has reached it
 
     async def _deltas(self) -> AsyncGenerator[str, None]:
         try:
-            if self._failure is not None:
-                raise self._failure
-            llm = self._llm
+            # On a thread: llm() waits out a load under way and builds an engine whose load
+            # failed (minutes, or a failure); a loaded one is handed back at once.
+            llm = self._llm = await asyncio.to_thread(self.engine.llm)
             prompt_ids = await self.engine.render(
                 self.messages, continue_final=self.params.continue_final
             )
@@ -231,16 +230,9 @@ class VllmEngine:
         """The prompt as token ids, through the model's own chat template; `continue_final`:
         the last (assistant) message stays open, for the model to write on."""
         tokenizer = await self.tokenizer()
-        options = (
-            {"continue_final_message": True, "add_generation_prompt": False}
-            if continue_final
-            else {"add_generation_prompt": True}
-        )
-        text = tokenizer.apply_chat_template(
-            [{"role": m.role, "content": m.content} for m in messages], tokenize=False, **options
-        )
-        # The template already wrote the special tokens (BOS and the like) as text.
-        return list(tokenizer.encode(text, add_special_tokens=False))
+        # On a thread: templating and tokenizing a long prompt holds the CPU for milliseconds
+        # to tens of them, which the event loop's other replies and sockets would wait out.
+        return await asyncio.to_thread(_render, tokenizer, messages, continue_final)
 
     def count_tokens(self, text: str) -> int:
         # Until the first reply has loaded the model there is no tokenizer to ask.
@@ -249,13 +241,27 @@ class VllmEngine:
         return len(self._tokenizer.encode(text, add_special_tokens=False))
 
     def stream(
-        self, messages: list[ChatMessage], params: SamplingParams, *, request_id: str
+        self,
+        messages: list[ChatMessage],
+        params: SamplingParams,
+        *,
+        request_id: str,
+        prompt_tokens: int | None = None,
     ) -> VllmStream:
-        try:
-            llm = self.llm()
-        except EngineError as exc:
-            return VllmStream(self, messages, params, request_id, None, exc)
-        return VllmStream(self, messages, params, request_id, llm)
+        return VllmStream(self, messages, params, request_id, prompt_tokens)
+
+
+def _render(tokenizer: Any, messages: list[ChatMessage], continue_final: bool) -> list[int]:
+    options = (
+        {"continue_final_message": True, "add_generation_prompt": False}
+        if continue_final
+        else {"add_generation_prompt": True}
+    )
+    text = tokenizer.apply_chat_template(
+        [{"role": m.role, "content": m.content} for m in messages], tokenize=False, **options
+    )
+    # The template already wrote the special tokens (BOS and the like) as text.
+    return list(tokenizer.encode(text, add_special_tokens=False))
 
 
 def _describe(exc: BaseException) -> str:

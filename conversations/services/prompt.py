@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
 from conversations.engines.base import ChatMessage, Engine
 from conversations.engines.specs import ReplySettings
@@ -16,6 +17,19 @@ _HISTORY_STATUSES = (
     Message.Status.INTERRUPTED,
     Message.Status.ERROR,
 )
+_FRAMING_TOKENS = 4  # what the chat template adds around each message, about
+
+# A message and what its text costs in the engine's context (engine.count_tokens).
+_Counted = tuple[ChatMessage, int]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The messages a reply is generated from, and what their text costs (the reply's
+    prompt_tokens, which the engine may correct with its own count)."""
+
+    messages: list[ChatMessage]
+    tokens: int
 
 
 def load_history(conversation_id: uuid.UUID, *, leaf: int | None) -> list[ChatMessage]:
@@ -41,18 +55,43 @@ def fit_to_context(
     The newest user message is always kept, and room is left for the reply itself. Counting
     tokens may load the engine's tokenizer: call this outside any transaction.
     """
+    return [message for message, _ in _fitted(history, engine, reply)]
+
+
+def build_prompt(
+    *, history: list[ChatMessage], engine: Engine, reply: ReplySettings, prefix: str = ""
+) -> Prompt:
+    """The prompt of a reply, counted: the history fitted to the context (fit_to_context), and
+    for a continued reply the text it goes on writing from (`prefix`).
+
+    Counting tokens blocks (a tokenizer, or a request to the model's server): call this off the
+    event loop, outside any transaction. Each message is counted once, here, so the stream
+    built from it never counts.
+    """
+    counted = _fitted(history, engine, reply)
+    if prefix:  # the model goes on writing the reply it was cut off in
+        counted.append((ChatMessage("assistant", prefix), engine.count_tokens(prefix)))
+    return Prompt(
+        messages=[message for message, _ in counted], tokens=sum(tokens for _, tokens in counted)
+    )
+
+
+def _fitted(history: list[ChatMessage], engine: Engine, reply: ReplySettings) -> list[_Counted]:
+    """fit_to_context's messages, each with its count."""
     system = [ChatMessage("system", reply.system_prompt)] if reply.system_prompt else []
+    counted = [(message, engine.count_tokens(message.content)) for message in system]
     budget = engine.context_tokens - reply.max_tokens
-    budget -= sum(engine.count_tokens(m.content) + 4 for m in system)
-    kept: list[ChatMessage] = []
+    budget -= sum(tokens + _FRAMING_TOKENS for _, tokens in counted)
+    kept: list[_Counted] = []
     for message in reversed(history):
-        cost = engine.count_tokens(message.content) + 4  # a few tokens of chat-template framing
+        tokens = engine.count_tokens(message.content)
+        cost = tokens + _FRAMING_TOKENS
         if kept and cost > budget:
             break
-        kept.append(message)
+        kept.append((message, tokens))
         budget -= cost
     kept.reverse()
     # A reply may not open the prompt on most chat templates; drop a leading assistant turn.
-    while len(kept) > 1 and kept[0].role == Message.Role.ASSISTANT:
+    while len(kept) > 1 and kept[0][0].role == Message.Role.ASSISTANT:
         kept.pop(0)
-    return system + kept
+    return counted + kept

@@ -2,7 +2,10 @@
 
 Each backend must: stream deltas for a chat; on stop() end its own work (checked at the engine's
 side, not just in our loop) and confirm it; end that work too when the reader closes the stream;
-keep two concurrent streams apart; turn a failure into EngineError instead of hanging. Backends:
+keep two concurrent streams apart; turn a failure into EngineError instead of hanging; hold the
+event loop neither while the stream is built nor while it is read (asyncio debug mode reports
+every callback that runs past HELD_S), the prompt's tokens being counted, off the loop, where the
+prompt is built. Backends:
 scripted; llamacpp (the real SmolLM2) on each of its two llama.cpp bindings (llamacpp_bindings.py);
 openai against llama.cpp's real OpenAI-compatible server;
 vllm against the stand-in in fake_vllm. The shared stop() bookkeeping (EngineStream) is checked
@@ -16,9 +19,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import gc
+import logging
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,17 +42,31 @@ from conversations.engines.base import (
 from conversations.engines.llamacpp_bindings import BINDINGS, load_model
 from conversations.engines.openai import OpenAIEngine
 from conversations.engines.scripted import ScriptedEngine, ScriptedStream
+from conversations.engines.specs import ReplySettings
 from conversations.engines.vllm import VllmEngine
+from conversations.services.prompt import build_prompt
 from tests.support import fake_vllm
 from tests.support.llama_server import shared_server, stop_shared_server
 
 BOUND = 20.0
+# A callback that runs this long holds the event loop: every other reply, socket and page waits.
+# In normal runs on a loaded two-core machine the longest are about 25 ms (the process preempted,
+# the GIL shared with an engine's worker thread); counting LONG_CHAT's tokens through xllamacpp's
+# loopback HTTP endpoint on the loop held it for 120 to 330 ms.
+HELD_S = 0.05
 CHAT = [
     ChatMessage("system", "You are a helpful assistant."),
     ChatMessage("user", "Tell me a long story about a lighthouse keeper."),
 ]
 # More tokens than SmolLM2's 2048-token context: llama.cpp refuses it.
 TOO_LONG = [ChatMessage("user", "word " * 3000)]
+# A long conversation of short turns, within SmolLM2's context (about 1,800 tokens): work per
+# message on the event loop (counting its tokens, say) adds up to a loop held for a while.
+LONG_CHAT = [
+    ChatMessage("system", "You are a helpful assistant."),
+    *(ChatMessage("user" if turn % 2 == 0 else "assistant", "Yes.") for turn in range(240)),
+    ChatMessage("user", "Tell me a story about a lighthouse keeper."),
+]
 
 
 @dataclass
@@ -208,6 +227,86 @@ def _stop_llama_server() -> Any:
 async def collect(stream: EngineStream) -> str:
     async with aclosing(aiter(stream)) as deltas:
         return "".join([delta async for delta in deltas])
+
+
+class SlowCallbacks(logging.Handler):
+    """Takes asyncio debug mode's reports of callbacks that held the event loop too long."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.held: list[str] = []  # "0.180 s: <Task ... coro=<...> running at file:line>"
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # asyncio logs "Executing %s took %.3f seconds" with the callback and its duration.
+        if record.msg.startswith("Executing") and isinstance(record.args, tuple):
+            callback, seconds = record.args
+            self.held.append(f"{seconds:.3f} s: {callback}")
+
+
+@asynccontextmanager
+async def slow_callbacks(threshold_s: float) -> AsyncIterator[list[str]]:
+    """While the block runs, the running loop is in debug mode, and every callback (a task's
+    step, a handle) that runs for `threshold_s` or longer is listed."""
+    loop = asyncio.get_running_loop()
+    logger = logging.getLogger("asyncio")
+    saved = loop.get_debug(), loop.slow_callback_duration, logger.level, gc.isenabled()
+    reports = SlowCallbacks()
+    logger.addHandler(reports)
+    logger.setLevel(logging.WARNING)
+    # A collection of the test process's large heap can take tens of milliseconds, in whichever
+    # callback it falls: no engine's doing. Collected now, and not again until the block ends.
+    gc.collect()
+    gc.disable()
+    loop.set_debug(True)
+    loop.slow_callback_duration = threshold_s
+    try:
+        await asyncio.sleep(0)  # debug mode times callbacks from the next one on
+        yield reports.held
+        await asyncio.sleep(0)  # the block's last callback is timed while its report is taken
+    finally:
+        loop.set_debug(saved[0])
+        loop.slow_callback_duration = saved[1]
+        logger.setLevel(saved[2])
+        logger.removeHandler(reports)
+        if saved[3]:
+            gc.enable()
+
+
+async def test_building_and_reading_a_stream_never_blocks_the_loop(harness: Harness) -> None:
+    await asyncio.to_thread(harness.engine.load)  # as the registry does, before any stream
+    async with slow_callbacks(HELD_S) as held:
+        # Built from many messages; stopped before it starts, so the engine never runs it.
+        long = harness.engine.stream(LONG_CHAT, harness.short, request_id="long")
+        await long.stop()
+        stream = harness.engine.stream(CHAT, harness.short, request_id="read")
+        async with asyncio.timeout(BOUND):
+            text = await collect(stream)
+
+    assert text.strip()
+    assert held == [], "the stream held the event loop"
+
+
+async def test_a_stream_reports_the_prompt_size_counted_where_the_prompt_was_built(
+    harness: Harness,
+) -> None:
+    reply = ReplySettings(system_prompt=CHAT[0].content, temperature=0.0, max_tokens=12)
+    # Off the event loop, as the generation builds it: counting tokens blocks.
+    prompt = await asyncio.to_thread(
+        build_prompt, history=CHAT[1:], engine=harness.engine, reply=reply, prefix="Once upon"
+    )
+    counted = await asyncio.to_thread(
+        lambda: [harness.engine.count_tokens(m.content) for m in prompt.messages]
+    )
+    assert prompt.messages == [*CHAT, ChatMessage("assistant", "Once upon")]
+    assert prompt.tokens == sum(counted)
+
+    stream = harness.engine.stream(
+        prompt.messages, harness.short, request_id="counted", prompt_tokens=prompt.tokens
+    )
+    assert stream.result.prompt_tokens == prompt.tokens
+    async with asyncio.timeout(BOUND):
+        await stream.stop()
+    assert stream.result.prompt_tokens == prompt.tokens
 
 
 async def test_it_streams_deltas_for_a_chat(harness: Harness) -> None:

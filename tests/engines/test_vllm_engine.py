@@ -288,18 +288,20 @@ async def test_deltas_the_reader_has_not_taken_are_merged_not_dropped() -> None:
 async def test_stop_that_races_the_registration_still_aborts() -> None:
     """An abort for an id vLLM has not registered yet is a no-op; the stream aborts again."""
     gate = asyncio.Event()
+    registering = asyncio.Event()
 
     class GatedLLM(make_llm_class(reply_tokens=10_000)):  # type: ignore[misc]
         async def add_request(self, *args: Any, **kwargs: Any) -> Any:
+            registering.set()
             await gate.wait()
             return await super().add_request(*args, **kwargs)
 
     engine = make_engine(GatedLLM)
     stream = engine.stream(CHAT, SamplingParams(max_tokens=10_000), request_id="race")
     reader = asyncio.create_task(read(stream))
-    # Once started, the reader runs without pausing up to the gate inside add_request().
-    while not stream._stop.started:  # noqa: ASYNC110
-        await asyncio.sleep(0)
+    # The reader has handed the request to vLLM, which holds it at the gate, unregistered.
+    async with asyncio.timeout(BOUND):
+        await registering.wait()
     stopping = asyncio.create_task(stream.stop())
     while "race" not in engine.llm().aborted_ids:  # noqa: ASYNC110 (the first abort: lost)
         await asyncio.sleep(0)

@@ -24,8 +24,14 @@ _ABORTED = object()
 
 
 class SteppedStream(EngineStream):
-    def __init__(self, engine: SteppedEngine, messages: list[ChatMessage], request_id: str):
-        super().__init__()
+    def __init__(
+        self,
+        engine: SteppedEngine,
+        messages: list[ChatMessage],
+        request_id: str,
+        prompt_tokens: int | None,
+    ):
+        super().__init__(prompt_tokens=prompt_tokens)
         self.engine = engine
         self.messages = messages
         self.request_id = request_id
@@ -90,9 +96,14 @@ class SteppedEngine:
         return estimate_tokens(text)
 
     def stream(
-        self, messages: list[ChatMessage], params: SamplingParams, *, request_id: str
+        self,
+        messages: list[ChatMessage],
+        params: SamplingParams,
+        *,
+        request_id: str,
+        prompt_tokens: int | None = None,
     ) -> SteppedStream:
-        return SteppedStream(self, messages, request_id)
+        return SteppedStream(self, messages, request_id, prompt_tokens)
 
     async def next_stream(self, timeout: float = 10) -> SteppedStream:
         """The next stream the generation started iterating."""

@@ -1,0 +1,122 @@
+"""What an OpenAI-compatible server answers over HTTP, read for the openai engine.
+
+A streamed /chat/completions body is server-sent events: `data: {chunk}` lines, blank separators
+and `: ping` comments, ending with `data: [DONE]`. Chunks carry text deltas and finish reasons,
+and (on servers that know `stream_options.include_usage`) a last one the token counts. A failure
+is a status code with a JSON explanation, or a transport error; each becomes an EngineError whose
+message the user reads and whose detail the operator does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+
+from conversations.engines.base import EngineError, FinishReason, StreamResult
+
+
+class ChatEvents:
+    """Reads one streamed chat completion: its text goes to `put`, then None at [DONE]; its token
+    counts and finish reason go into `result`."""
+
+    def __init__(self, result: StreamResult, put: Callable[[str | None], None]) -> None:
+        self.result = result
+        self._put = put
+        self.complete = False  # the server sent [DONE]
+        self._saw_usage = False
+
+    async def read(self, lines: AsyncIterator[str]) -> None:
+        """Take every event of the body; after [DONE] the rest is read and ignored."""
+        async for line in lines:
+            if self.complete or not line.startswith("data:"):
+                continue  # blank separators, ": ping" comments, "event:" lines
+            data = line[5:].strip()
+            if data == "[DONE]":
+                self.complete = True
+                self._put(None)
+                continue
+            try:
+                self._take(json.loads(data))
+            except (ValueError, TypeError, AttributeError):
+                raise EngineError(
+                    "The model server sent a reply that could not be read.",
+                    detail=f"The model server sent a malformed chunk: {data[:80]!r}",
+                ) from None
+
+    def _take(self, chunk: Any) -> None:
+        """One chunk, any JSON value: a shape other than OpenAI's raises ValueError, TypeError or
+        AttributeError."""
+        if "error" in chunk:
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise EngineError(
+                "The model server reported an error.",
+                detail=f"The model server reported an error: {message}",
+            )
+        self._take_usage(chunk.get("usage"))
+        for choice in chunk.get("choices") or ():
+            text = (choice.get("delta") or {}).get("content")
+            if text:
+                if not self._saw_usage:
+                    self.result.completion_tokens += 1
+                self._put(text)
+            if choice.get("finish_reason"):
+                self.result.finish_reason = FinishReason.parse(choice["finish_reason"])
+
+    def _take_usage(self, usage: object) -> None:
+        if isinstance(usage, dict) and usage:
+            self._saw_usage = True
+            self.result.prompt_tokens = usage.get("prompt_tokens", self.result.prompt_tokens)
+            self.result.completion_tokens = usage.get("completion_tokens", 0)
+
+
+def status_error(response: httpx.Response, model: str) -> EngineError:
+    """A response of status 400 or above, as the user and the operator should read it."""
+    detail = _error_detail(response)
+    code = response.status_code
+    if code in (401, 403):
+        return EngineError(
+            f"The model server refused the request (HTTP {code}).",
+            detail=f"The model server refused our credentials (HTTP {code}); check the API key. "
+            f"{detail}".strip(),
+        )
+    if code == 404 and model:
+        return EngineError(
+            "The model server does not have this model (HTTP 404).",
+            detail=f"The model server has no model {model!r} (HTTP 404). {detail}".strip(),
+        )
+    return EngineError(
+        f"The model server answered HTTP {code}.",
+        detail=f"The model server answered HTTP {code}. {detail}".strip(),
+    )
+
+
+def _error_detail(response: httpx.Response) -> str:
+    """The server's own explanation, from the usual JSON error shapes, kept short."""
+    try:
+        payload = response.json()
+        error = payload.get("error", payload.get("detail", payload.get("message")))
+        if isinstance(error, dict):
+            error = error.get("message")
+        text = str(error) if error else ""
+    except (ValueError, AttributeError):
+        text = response.text
+    return " ".join(text.split())[:200]
+
+
+def transport_error(exc: httpx.HTTPError, *, base_url: str, timeout: float) -> EngineError:
+    """A request that failed below HTTP: no connection, a read timeout, a connection cut."""
+    kind = exc.__class__.__name__
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+        return EngineError(
+            "The model server could not be reached.",
+            detail=f"Could not connect to the model server at {base_url} ({kind}).",
+        )
+    if isinstance(exc, httpx.ReadTimeout):
+        return EngineError(f"The model server sent nothing for {timeout:g} seconds.")
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return EngineError("The model server closed the connection in the middle of the reply.")
+    return EngineError("The model server failed.", detail=f"{kind}: {exc}")
