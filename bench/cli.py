@@ -16,6 +16,7 @@ from typing import Any
 from bench import flood, gateway, latency, model, report, sends, throughput
 from bench.config import SAMPLER_CONVERSATIONS, SCENARIOS, Config, preset
 from bench.server import Servers, Setup, running, services_missing
+from tests.support.launch import ASGI_SERVERS
 
 ALIASES = {"ttft": "latency", "cancel": "latency"}
 
@@ -39,7 +40,7 @@ def parse_args(argv: list[str] | None) -> Config:
     )
     parser.add_argument(
         "--server",
-        choices=["daphne", "uvicorn"],
+        choices=ASGI_SERVERS,
         default="daphne",
         help="the ASGI server chatsite runs under (uvicorn: with uvloop, httptools, websockets)",
     )

@@ -6,7 +6,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -21,21 +20,15 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import psutil
 
+from tests.support.launch import start_server, stop_servers
+
 ROOT = Path(__file__).resolve().parent.parent
 USERNAME = "bench"
 # One per bench run: sessions made at the first start must stay valid on every later start.
 SECRET_KEY = secrets.token_hex(32)
 
 
-# The ASGI servers the bench can run chatsite under, each as `python <args>` on a port.
-SERVER_COMMANDS = {
-    "daphne": lambda port: ["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), APP],
-    "uvicorn": lambda port: [
-        *("-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port)),
-        *("--loop", "uvloop", "--http", "httptools", "--ws", "websockets"),
-        *("--lifespan", "off", "--no-access-log", APP),
-    ],
-}
+# chatsite unchanged, plus the scripted engine's records (bench/asgi.py).
 APP = "bench.asgi:application"
 
 
@@ -123,13 +116,17 @@ class Servers:
         self.session, self.conversation_ids = made["session"], made["conversations"]
         self.api_key = made.get("token", "")
         for port in self.ports:
-            command = SERVER_COMMANDS[self.setup.server](port)
-            with (self.workdir / f"{self.setup.server}-{port}.log").open("ab") as log:
-                self.procs.append(
-                    subprocess.Popen(
-                        [sys.executable, *command], env=self.env, cwd=ROOT, stdout=log, stderr=log
-                    )
+            log = self.workdir / f"{self.setup.server}-{port}.log"
+            self.procs.append(
+                start_server(
+                    listen=port,
+                    env=self.env,
+                    log=log,
+                    server=self.setup.server,
+                    app=APP,
+                    append_log=True,  # a setup's later starts add to its logs
                 )
+            )
         for port in self.ports:
             self._wait_ready(port)
 
@@ -214,15 +211,7 @@ class Servers:
         raise RuntimeError(f"the server on port {port} did not answer within {timeout}s")
 
     def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_servers(self.procs, grace=15)
         self.procs.clear()
 
     def login(self) -> str:

@@ -16,11 +16,9 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +26,15 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+# Run as a file, this script has only scripts/ on its path; the server launcher is the tests'.
+sys.path.insert(0, str(ROOT))
+from tests.support.launch import (  # noqa: E402
+    loopback_listener,
+    start_server,
+    stop_servers,
+    wait_until_serving,
+)
+
 USERNAME = "demo"
 PASSWORD = "demo-password"
 SIZES = {"desktop": (1440, 900), "phone": (390, 844)}
@@ -107,10 +114,6 @@ TURNS = [
 ]
 
 
-def free_listener() -> socket.socket:
-    return socket.create_server(("127.0.0.1", 0))
-
-
 def answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2) as response:
@@ -150,40 +153,26 @@ def live_server(tmp: Path) -> Iterator[tuple[str, str]]:
         raise SystemExit(f"setting up the demo database failed:\n{setup.stderr}")
     chat_path = json.loads(setup.stdout.strip().splitlines()[-1])
     # daphne gets an already listening socket, so no other process can take the port first.
-    listener = free_listener()
+    listener = loopback_listener()
     base = f"http://127.0.0.1:{listener.getsockname()[1]}"
     log_path = tmp / "daphne.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "--fd",
-                str(listener.fileno()),
-                "chatsite.asgi:application",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            pass_fds=[listener.fileno()],
-        )
+    process = start_server(listen=listener, env=env, log=log_path)
     listener.close()
     try:
-        deadline = time.monotonic() + 60
-        while not answers(f"{base}/accounts/login/"):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"daphne did not start:\n{log_path.read_text()}")
-            time.sleep(0.2)
+        try:
+            wait_until_serving(
+                process,
+                lambda: answers(f"{base}/accounts/login/"),
+                name="daphne",
+                log=log_path.read_text,
+                timeout=60,
+                interval=0.2,
+            )
+        except (RuntimeError, TimeoutError) as exc:
+            raise SystemExit(str(exc)) from None
         yield base, chat_path
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_servers([process], grace=10)
 
 
 def shrink(path: Path) -> None:

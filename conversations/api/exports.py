@@ -7,7 +7,7 @@ from collections.abc import Generator, Iterable
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpResponse
@@ -37,7 +37,10 @@ JSONL_CONTENT_TYPE = "application/x-ndjson"
 JSONL_CHUNK_SIZE = 20
 
 
-def with_messages(conversations: QuerySet[Conversation]) -> QuerySet[Conversation]:
+Conversations = TypeVar("Conversations", bound=QuerySet[Conversation])
+
+
+def with_messages(conversations: Conversations) -> Conversations:
     """The queryset every export reads: owners joined, messages in order, one query each."""
     return conversations.select_related("owner").prefetch_related(
         Prefetch("messages", queryset=Message.objects.order_by("created_at", "id"))

@@ -1,33 +1,33 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from conversations.api import imports, views
+from conversations.api import catalogue, conversations, downloads, imports, shares
 from conversations.api.permissions import DocsAccess
 
 urlpatterns = [
-    path("conversations/", views.ConversationList.as_view(), name="api-conversation-list"),
+    path("conversations/", conversations.ConversationList.as_view(), name="api-conversation-list"),
     path(
         "conversations/<uuid:conversation_id>/",
-        views.ConversationDetail.as_view(),
+        conversations.ConversationDetail.as_view(),
         name="api-conversation-detail",
     ),
     path(
         "conversations/<uuid:conversation_id>/export",
-        views.ConversationExport.as_view(),
+        downloads.ConversationExport.as_view(),
         name="api-conversation-export",
     ),
     path(
         "conversations/<uuid:conversation_id>/shares/",
-        views.ConversationShares.as_view(),
+        shares.ConversationShares.as_view(),
         name="api-conversation-shares",
     ),
     path(
         "conversations/<uuid:conversation_id>/shares/<int:share_id>/",
-        views.ConversationShareDetail.as_view(),
+        shares.ConversationShareDetail.as_view(),
         name="api-conversation-share-detail",
     ),
-    path("models/", views.ModelList.as_view(), name="api-model-list"),
-    path("export.jsonl", views.JsonlExport.as_view(), name="api-export-jsonl"),
+    path("models/", catalogue.ModelList.as_view(), name="api-model-list"),
+    path("export.jsonl", downloads.JsonlExport.as_view(), name="api-export-jsonl"),
     path("imports/", imports.ImportCreate.as_view(), name="api-import"),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[DocsAccess]), name="api-schema"),
     path(

@@ -1,3 +1,6 @@
+"""The chat pages: the list and its sidebar, a conversation's page and the forms on it (model and
+settings, title, delete), and the theme."""
+
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -5,21 +8,22 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Page, Paginator
 from django.http import HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.middleware import HtmxDetails
 
 from conversations import engines
 from conversations.engines import catalogue, specs
 from conversations.imports import FORMATS
 from conversations.models import Conversation, UserPreferences
 from conversations.pages.forms import ConversationSettingsForm, TitleForm
+from conversations.pages.htmx import HtmxRequest
 from conversations.services import branches
 from conversations.services.conversations import (
     conversation_configure,
     conversation_create,
     conversation_delete,
+    conversation_or_404,
     conversation_rename,
 )
 from conversations.services.errors import TooManyConversations
@@ -94,9 +98,7 @@ def conversation_new(request: AuthenticatedHttpRequest) -> HttpResponse:
 def conversation_detail(
     request: AuthenticatedHttpRequest, conversation_id: ConversationId
 ) -> HttpResponse:
-    conversation = get_object_or_404(
-        Conversation.objects.visible_to(request.user), pk=conversation_id
-    )
+    conversation = conversation_or_404(request.user, conversation_id)
     return _detail_page(request, conversation)
 
 
@@ -173,9 +175,7 @@ class ModelChoice:
 def conversation_settings_view(
     request: AuthenticatedHttpRequest, conversation_id: ConversationId
 ) -> HttpResponse:
-    conversation = get_object_or_404(
-        Conversation.objects.visible_to(request.user), pk=conversation_id
-    )
+    conversation = conversation_or_404(request.user, conversation_id)
     form = ConversationSettingsForm(request.POST)
     if form.is_valid():
         try:
@@ -196,9 +196,7 @@ def conversation_settings_view(
 def conversation_rename_view(
     request: AuthenticatedHttpRequest, conversation_id: ConversationId
 ) -> HttpResponse:
-    conversation = get_object_or_404(
-        Conversation.objects.visible_to(request.user), pk=conversation_id
-    )
+    conversation = conversation_or_404(request.user, conversation_id)
     form = TitleForm(request.POST)
     if form.is_valid():
         conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
@@ -212,23 +210,20 @@ def conversation_rename_view(
 def conversation_delete_view(
     request: AuthenticatedHttpRequest, conversation_id: ConversationId
 ) -> HttpResponse:
-    conversation = get_object_or_404(
-        Conversation.objects.visible_to(request.user), pk=conversation_id
-    )
+    conversation = conversation_or_404(request.user, conversation_id)
     conversation_delete(conversation=conversation)
     return redirect("conversation-list")
 
 
 @login_required
 @require_POST
-def theme_view(request: AuthenticatedHttpRequest) -> HttpResponse:
+def theme_view(request: HtmxRequest) -> HttpResponse:
     """Remembers the user's theme (system, light or dark); pages render it on <html>."""
     theme = request.POST.get("theme", "")
     if theme not in UserPreferences.Theme.values:
         return HttpResponseBadRequest("Choose a theme: system, light or dark.")
     UserPreferences.objects.update_or_create(user=request.user, defaults={"theme": theme})
-    htmx: HtmxDetails | None = getattr(request, "htmx", None)
-    if htmx:  # the page already shows the new theme (chat.js set it)
+    if request.htmx:  # the page already shows the new theme (chat.js set it)
         return HttpResponse(status=204)
     back = request.POST.get("next", "")
     if not url_has_allowed_host_and_scheme(

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from conversations import search
 from conversations.models import Conversation, Message
 from conversations.pages.chat import sidebar_page
+from conversations.pages.htmx import HtmxRequest
 from conversations.services import branches
 from conversations.services.errors import SendRefused
 from conversations.types import AuthenticatedHttpRequest, MessageId
@@ -30,7 +31,7 @@ class SearchForm(forms.Form):
 
 @login_required
 @require_GET
-def conversation_search(request: AuthenticatedHttpRequest) -> HttpResponse:
+def conversation_search(request: HtmxRequest) -> HttpResponse:
     form = SearchForm(request.GET)
     if not form.is_valid():
         errors = " ".join(str(e) for field in form.errors.values() for e in field)
@@ -44,7 +45,7 @@ def conversation_search(request: AuthenticatedHttpRequest) -> HttpResponse:
             "next_page": page + 1,
         }
     }
-    if getattr(request, "htmx", False):
+    if request.htmx:
         if not query:
             return HttpResponse("")  # no results: the sidebar shows its list again
         template = "_search_results.html" if page == 1 else "_search_hits.html"

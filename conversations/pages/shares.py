@@ -9,7 +9,8 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from conversations.models import Conversation, ShareLink
+from conversations.models import ShareLink
+from conversations.services.conversations import conversation_or_404
 from conversations.services.shares import (
     share_create,
     share_for_token,
@@ -53,9 +54,7 @@ def conversation_shares(
     request: AuthenticatedHttpRequest, conversation_id: ConversationId
 ) -> HttpResponse:
     """The conversation's links, with Revoke buttons; a POST makes a new one, shown once."""
-    conversation = get_object_or_404(
-        Conversation.objects.visible_to(request.user), pk=conversation_id
-    )
+    conversation = conversation_or_404(request.user, conversation_id)
     created = url = None
     if request.method == "POST":
         created, token = share_create(conversation=conversation, created_by=request.user)

@@ -6,14 +6,31 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.shortcuts import get_object_or_404
 
 from conversations.engines import catalogue, specs
 from conversations.events import broadcast
 from conversations.events.protocol import Cancel, Deleted
-from conversations.models import Conversation
-from conversations.types import AnyUser, User
+from conversations.models import Conversation, ConversationQuerySet
+from conversations.types import AnyUser, ConversationId, User
 
 MAX_TITLE = 200
+
+
+def conversation_or_404(
+    user: AnyUser,
+    conversation_id: ConversationId,
+    *,
+    queryset: ConversationQuerySet | None = None,
+) -> Conversation:
+    """The user's conversation with this id, read from `queryset` (all conversations unless
+    given, e.g. with its messages prefetched).
+
+    Raises Http404 for a stranger's conversation as for a missing one: an id tells nobody
+    whether it exists.
+    """
+    conversations = Conversation.objects.all() if queryset is None else queryset
+    return get_object_or_404(conversations.visible_to(user), pk=conversation_id)
 
 
 def conversation_create(*, owner: User, title: str = "") -> Conversation:

@@ -54,16 +54,17 @@ class Gateway:
 
 
 @pytest.fixture
-def gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Gateway]]:
+def gateway(tmp_path: Path) -> Iterator[Callable[..., Gateway]]:
     """Starts a gateway server (daphne, or uvicorn) with the given settings (on top of
     servers.server_env's)."""
-    monkeypatch.setattr(live, "APP", RECORDING_APP)
     with contextlib.ExitStack() as stack:
 
         def start(*, server: str = "daphne", **overrides: Any) -> Gateway:
             # Its own rate counters: test runs share the Redis database, and their users' ids.
             overrides.setdefault("CACHE_KEY_PREFIX", f"gateway-test-{uuid.uuid4().hex}")
-            (process,) = stack.enter_context(live.servers(1, tmp_path, server=server, **overrides))
+            (process,) = stack.enter_context(
+                live.servers(1, tmp_path, server=server, app=RECORDING_APP, **overrides)
+            )
             return Gateway(process)
 
         yield start

@@ -8,21 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 import pytest
-import schemathesis
 from django.test import Client
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
 from schemathesis import GenerationMode
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
 
 from tests.gateway.conftest import Gateway
+from tests.support.schema_fuzz import MODES, fuzz, live_schema
 from tests.support.servers import NEEDS_SHARED_SERVICES
 
 EXAMPLES = 40  # each valid call writes a reply: small, the suite shares its cores
@@ -56,7 +47,7 @@ def test_the_schema_and_docs_describe_the_gateway(alice: Any) -> None:
 @pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 @NEEDS_SHARED_SERVICES
-@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
+@pytest.mark.parametrize("mode", MODES)
 def test_the_live_gateway_answers_as_its_schema_says(
     gateway: Callable[..., Gateway], alice_key: str, mode: GenerationMode
 ) -> None:
@@ -67,31 +58,21 @@ def test_the_live_gateway_answers_as_its_schema_says(
         CHAT_CONVERSATIONS_PER_MINUTE=100_000,
     )
     headers = {"Authorization": f"Bearer {alice_key}"}
-    raw = httpx.get(f"{server.origin}/api/schema/", params={"format": "json"}, headers=headers)
-    schema = schemathesis.openapi.from_dict(raw.json()).include(path_regex="^/v1/")
-    schema.config.update(base_url=server.origin)
-    # Valid requests must also answer as documented; invalid ones only must not crash.
-    checks: list[Any] = [not_a_server_error]
-    if mode is GenerationMode.POSITIVE:
-        checks += [status_code_conformance, content_type_conformance, response_schema_conformance]
+    schema = live_schema(server.origin, headers=headers, path_regex="^/v1/")
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        phases=[Phase.explicit, Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(case=schema.as_strategy(generation_mode=mode), aim_at_real=st.booleans())
-    def run(case: Any, aim_at_real: bool) -> None:
-        if aim_at_real and isinstance(case.body, dict):
+    def at_a_real_reply(case: Any) -> None:
+        if isinstance(case.body, dict):
             # The generated sampling, stream and stop options on a question that gets a reply.
             case.body.update(model="default", messages=[{"role": "user", "content": "Hello"}])
             case.headers.pop("X-Chatsite-Conversation", None)
-        if aim_at_real and "model" in (case.path_parameters or {}):
+        if "model" in (case.path_parameters or {}):
             case.path_parameters["model"] = "default"
-        response = case.call(headers=headers, timeout=20)
-        case.validate_response(response, checks=checks, headers=headers)
 
-    run()
+    fuzz(
+        schema,
+        mode=mode,
+        examples=EXAMPLES,
+        headers=headers,
+        aim_at_real=at_a_real_reply,
+        timeout=20,
+    )

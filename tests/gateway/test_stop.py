@@ -12,6 +12,7 @@ from channels.db import database_sync_to_async
 
 from conversations.models import Conversation, Message
 from tests.gateway.conftest import Gateway, eventually, request_id_of
+from tests.support.launch import ASGI_SERVERS
 from tests.support.llama_server import LlamaServer
 from tests.support.replies import full_reply, wait_until_settled
 from tests.support.servers import NEEDS_SHARED_SERVICES, open_socket, session_cookie
@@ -30,7 +31,7 @@ async def conversation_of(conversation_id: str) -> Conversation:
     return await database_sync_to_async(Conversation.objects.get)(pk=conversation_id)
 
 
-@pytest.mark.parametrize("asgi_server", ["daphne", "uvicorn"])
+@pytest.mark.parametrize("asgi_server", ASGI_SERVERS)
 async def test_closing_the_stream_stops_the_engine(
     gateway: Callable[..., Gateway], alice_key: str, asgi_server: str
 ) -> None:

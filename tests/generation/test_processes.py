@@ -13,6 +13,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from conversations.models import Message
+from tests.support.launch import ASGI_SERVERS
 from tests.support.replies import full_reply, only_reply_of, wait_until_settled
 from tests.support.servers import (
     NEEDS_SHARED_SERVICES,
@@ -32,7 +33,7 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(params=["daphne", "uvicorn"])
+@pytest.fixture(params=ASGI_SERVERS)
 def asgi_server(request: pytest.FixtureRequest) -> str:
     server: str = request.param
     return server

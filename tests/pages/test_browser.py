@@ -27,8 +27,15 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
+from tests.support.launch import (
+    ROOT,
+    loopback_listener,
+    start_server,
+    stop_servers,
+    wait_until_serving,
+)
 from tests.support.replies import full_reply
-from tests.support.servers import ROOT, answers, wait_until_serving
+from tests.support.servers import answers
 
 pytestmark = pytest.mark.browser
 
@@ -146,24 +153,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         assert setup.returncode == 0, setup.stderr
         data = json.loads(setup.stdout.strip().splitlines()[-1])
         # daphne gets an already listening socket, so no other process can take the port first.
-        listener = socket.create_server(("127.0.0.1", 0))
+        listener = loopback_listener()
         port = listener.getsockname()[1]
-        log = (tmp / "daphne.log").open("w")
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "--fd",
-                str(listener.fileno()),
-                "chatsite.asgi:application",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            pass_fds=[listener.fileno()],
-        )
+        log = tmp / "daphne.log"
+        process = start_server(listen=listener, env=env, log=log)
         listener.close()
         base = f"http://127.0.0.1:{port}"
         try:
@@ -171,20 +164,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
                 process,
                 answers(f"{base}/accounts/login/"),
                 name="daphne",
-                log=(tmp / "daphne.log").read_text,
+                log=log.read_text,
                 interval=0.2,
             )
             yield Server(
                 base=base, port=port, alice_conversation=data["alice_conversation"], env=env
             )
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            log.close()
+            stop_servers([process], grace=10)
 
 
 @pytest.fixture(scope="module")

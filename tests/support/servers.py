@@ -1,14 +1,12 @@
-"""Servers in other processes: a free port, waiting until one serves, and real daphne (or uvicorn) processes
-for tests that need several processes, crashes or a live server."""
+"""Servers in other processes: a free port, readiness checks, and real daphne (or uvicorn)
+processes, started by tests/support/launch.py, for tests that need several processes, crashes
+or a live server."""
 
 from __future__ import annotations
 
 import os
 import signal
 import socket
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,10 +19,10 @@ from django.test import Client
 from websockets.asyncio.client import connect
 
 from conversations.sockets.renderers import JSON_SUBPROTOCOL
+from tests.support.launch import CHATSITE_APP, start_server, stop_servers, wait_until_serving
 
-# The repository's root: servers, manage.py and `python -m bench` run from there.
-ROOT = Path(__file__).resolve().parents[2]
-
+# The repository's root, named here too for the tests that import it with the servers.
+from tests.support.launch import ROOT as ROOT
 
 # Daphne processes read the test's database and share its Redis: in-memory SQLite will not do.
 NEEDS_SHARED_SERVICES = pytest.mark.skipif(
@@ -64,26 +62,6 @@ def answers(url: str) -> Callable[[], bool]:
     return ready
 
 
-def wait_until_serving(
-    process: subprocess.Popen[bytes],
-    ready: Callable[[], bool],
-    *,
-    name: str,
-    log: Callable[[], str],
-    timeout: float = 30,
-    interval: float = 0.1,
-) -> None:
-    """Wait until `ready()`; fail at once, with the server's log, if the process exits first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{name} exited with {process.returncode}:\n{log()}")
-        if ready():
-            return
-        time.sleep(interval)
-    raise TimeoutError(f"{name} did not start within {timeout:.0f} s:\n{log()}")
-
-
 def database_url() -> str:
     """The URL of the database this test run uses (pytest-django's test database)."""
     db = settings.DATABASES["default"]
@@ -93,30 +71,20 @@ def database_url() -> str:
     )
 
 
-# The ASGI servers chatsite is tested under, each as `python <args>` for a port.
-SERVER_COMMANDS = {
-    "daphne": lambda port: ["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), APP],
-    "uvicorn": lambda port: [
-        *("-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port)),
-        *("--loop", "uvloop", "--http", "httptools", "--ws", "websockets"),
-        *("--lifespan", "off", "--no-access-log", APP),
-    ],
-}
-APP = "chatsite.asgi:application"
-
-
 class ServerProcess:
-    def __init__(self, port: int, env: dict[str, str], log: Path, server: str = "daphne"):
+    def __init__(
+        self,
+        port: int,
+        env: dict[str, str],
+        log: Path,
+        server: str = "daphne",
+        *,
+        app: str = CHATSITE_APP,
+    ):
         self.port = port
         self.log = log
         self.server = server
-        self.process = subprocess.Popen(
-            [sys.executable, *SERVER_COMMANDS[server](port)],
-            cwd=ROOT,
-            env=env,
-            stdout=log.open("wb"),
-            stderr=subprocess.STDOUT,
-        )
+        self.process = start_server(listen=port, env=env, log=log, server=server, app=app)
 
     @property
     def origin(self) -> str:
@@ -144,12 +112,7 @@ class ServerProcess:
             self.process.wait()
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        stop_servers([self.process], grace=5)
 
 
 def server_env(**overrides: Any) -> dict[str, str]:
@@ -173,20 +136,27 @@ def server_env(**overrides: Any) -> dict[str, str]:
 
 @contextmanager
 def servers(
-    count: int, tmp_path: Path, *, server: str = "daphne", **overrides: Any
+    count: int,
+    tmp_path: Path,
+    *,
+    server: str = "daphne",
+    app: str = CHATSITE_APP,
+    **overrides: Any,
 ) -> Iterator[list[ServerProcess]]:
+    """`count` processes of `server` serving `app` with server_env(**overrides), each on a port
+    of its own, once all of them accept connections."""
     env = server_env(**overrides)
     started = [
-        ServerProcess(free_port(), env, tmp_path / f"{server}-{i}.log", server)
+        ServerProcess(free_port(), env, tmp_path / f"{server}-{i}.log", server, app=app)
         for i in range(count)
     ]
     try:
-        for server in started:
-            server.wait_ready()
+        for process in started:
+            process.wait_ready()
         yield started
     finally:
-        for server in started:
-            server.stop()
+        for process in started:
+            process.stop()
 
 
 def session_cookie(user: Any) -> str:
