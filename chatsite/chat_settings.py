@@ -8,8 +8,9 @@ from chatsite.env import env_bool, env_float, env_int, env_json_object, env_str
 
 # --- Models and replies ------------------------------------------------------------------------
 
-# The models users can chat with: a JSON list (or the path of a file holding one); see the
-# README's "Models". Unset: one model, "default", made from CHAT_ENGINE and the settings below.
+# The models users can chat with: a JSON list (or the path of a file holding one); see
+# docs/models-and-engines.md. Unset: one model, "default", made from CHAT_ENGINE and the
+# settings below.
 CHAT_MODELS = env_str("CHAT_MODELS")
 CHAT_ENGINE = env_str("CHAT_ENGINE", "llamacpp")
 CHAT_MODEL_NAME = env_str("CHAT_MODEL_NAME")  # the name users see; empty: from the model file

@@ -1,7 +1,7 @@
 """The OpenAI-compatible gateway: /v1/chat/completions and /v1/models for API clients.
 
 A call is a send like the chat page's: it goes through the generation service
-(conversations.generation.replies), so its reply is a Generation in the conversation's group,
+(conversations.generation.replies), so its reply runs in the conversation's group (a RunningReply),
 recorded, limited and stoppable as any other; only the transport differs.
 
 - errors: refusals as OpenAI-style error objects, with their HTTP status;

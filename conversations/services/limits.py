@@ -29,7 +29,7 @@ def check_send_allowed(
     A send whose idempotency key was already used raises DuplicateSend first: its message went
     through, and a limit's "try again later" would tell the client the opposite.
 
-    reply_create calls this inside its transaction with the user's row locked, and calls
+    The send's save (generation.sends.save) calls this inside its transaction with the user's row locked, and calls
     send_accepted once the send is saved, so sends racing in several processes are checked and
     counted one after another.
     """
