@@ -59,8 +59,8 @@ class ConversationExport(APIView):
                 {"format": f"Choose one of {', '.join(exports.FORMATS)}."}
             )
         conversation = conversation_or_404(
-            request.user,
-            conversation_id,
+            user=request.user,
+            conversation_id=conversation_id,
             queryset=exports.with_messages(Conversation.objects.all()),
         )
         body = exports.render([conversation], fmt, many=False)

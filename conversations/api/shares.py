@@ -35,12 +35,12 @@ from conversations.types import ConversationId
 )
 class ConversationShares(APIView):
     def get(self, request: Request, conversation_id: ConversationId) -> Response:
-        conversation = conversation_or_404(request.user, conversation_id)
+        conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
         shares = ShareLink.objects.owned_by(request.user).filter(conversation=conversation)
         return Response(ShareLinkSerializer(shares, many=True).data)
 
     def post(self, request: Request, conversation_id: ConversationId) -> Response:
-        conversation = conversation_or_404(request.user, conversation_id)
+        conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
         # Its owner is the caller (conversation_or_404 found it), typed as a signed-in user.
         share, token = share_create(conversation=conversation, created_by=conversation.owner)
         url = request.build_absolute_uri(reverse("share-view", kwargs={"token": token}))

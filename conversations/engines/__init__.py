@@ -1,9 +1,9 @@
 """Engine registry: a backend's module is imported only when it is selected.
 
-Adding a backend is one new file in this package and one line in BACKENDS.
+Adding a backend is one new file in this package and one line in BACKENDS (backends.py).
 
 An engine is built (cheap) on first use and loaded (its model: seconds to minutes) on a thread of
-its own, once per process: at start-up (`start_loading`, from the ASGI module) or when the first
+its own, once per process: at start-up (catalogue.start_loading_at_startup, from the ASGI module) or when the first
 reply needs it (`loaded`), never on the event loop, which must go on serving pages, sockets and
 other replies meanwhile. Built engines are closed when the process exits (`close_engines`): vLLM
 starts processes of its own that would otherwise outlive it.

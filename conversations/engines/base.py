@@ -223,7 +223,7 @@ class Engine(Protocol):
 
         `prompt_tokens`: what the messages cost, as the caller counted them with count_tokens
         off the event loop (where it fitted them to the context); the result reports it unless
-        the engine counts the prompt itself.
+        the engine counts the prompt itself, and None when the caller did not count (titles).
         """
         ...
 

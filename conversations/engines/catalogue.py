@@ -14,6 +14,8 @@ from conversations.engines.specs import ModelSpec, ModelUnavailable, declared_mo
 from conversations.models import ChatModel
 from conversations.types import AnyUser
 
+logger = logging.getLogger("chatsite.engines")
+
 
 def spec_of(row: ChatModel) -> ModelSpec:
     """An admin's row as the registry's ModelSpec (groups prefetched, or one query)."""
@@ -70,9 +72,6 @@ def model_for(user: AnyUser, slug: str = "") -> ModelSpec:
         if spec.slug == slug:
             return spec
     raise ModelUnavailable(f"The model {slug!r} is not available to you.")
-
-
-logger = logging.getLogger("chatsite.engines")
 
 
 def start_loading_at_startup() -> None:

@@ -41,10 +41,11 @@ from conversations.events.protocol import Delta, Event, Finished, MessagePayload
 from conversations.gateway.errors import from_refusal
 from conversations.gateway.wire import ChatCall
 from conversations.generation import replies, rows
+from conversations.generation.background import spawn
 from conversations.generation.plans import ReplyPlan
 from conversations.generation.running import RunningReply
 from conversations.models import Conversation, Message
-from conversations.services.conversations import conversation_delete
+from conversations.services.conversations import conversation_delete, conversation_visible
 from conversations.services.errors import ConversationGone, SendRefused
 from conversations.services.limits import check_create_allowed
 from conversations.types import User
@@ -92,7 +93,7 @@ def call_save(
             )
             _save_history(conversation, call.history)
         else:
-            found = Conversation.objects.visible_to(owner).filter(pk=conversation_id).first()
+            found = conversation_visible(user=owner, conversation_id=conversation_id)
             if found is None:
                 raise ConversationGone("There is no such conversation of yours.")
             conversation = found
@@ -179,15 +180,12 @@ class CallReply:
             _in_background(_forget(self.running))
 
 
-# Strong references: asyncio keeps only weak ones to tasks.
 _background: set[asyncio.Task[Any]] = set()
 
 
 def _in_background(work: Coroutine[Any, Any, None]) -> None:
     # In a context of its own: it outlives the request, whose executors end with it.
-    task = asyncio.create_task(work, name="gateway-forget", context=contextvars.Context())
-    _background.add(task)
-    task.add_done_callback(_background.discard)
+    spawn(work, keep=_background, name="gateway-forget", context=contextvars.Context())
 
 
 async def _forget(running: RunningReply) -> None:

@@ -18,6 +18,7 @@ from django.conf import settings
 
 from conversations.events import broadcast
 from conversations.events.protocol import Delta, Event, Snapshot
+from conversations.generation.background import spawn
 from conversations.generation.coalescer import Coalescer
 
 logger = logging.getLogger("chatsite.generation")
@@ -65,9 +66,7 @@ class Feed:
     def send_snapshot(self, reply_channel: str) -> None:
         """Send one tab the text so far, in a task of its own: a full channel makes it wait, and
         nothing else (Stops above all) may wait behind it."""
-        task = asyncio.create_task(self._snapshot_to(reply_channel))
-        self._snapshots.add(task)
-        task.add_done_callback(self._snapshots.discard)
+        spawn(self._snapshot_to(reply_channel), keep=self._snapshots)
 
     async def _snapshot_to(self, reply_channel: str) -> None:
         # Taken without waiting for anything: deltas keep flowing to every other tab while this

@@ -16,6 +16,7 @@ from conversations import engines
 from conversations.engines import get_engine
 from conversations.engines.base import EngineError, EngineStream, StreamResult
 from conversations.events.protocol import Event
+from conversations.generation.background import spawn
 from conversations.generation.endings import Ending
 from conversations.generation.feed import Feed
 from conversations.generation.plans import ReplyPlan
@@ -96,9 +97,7 @@ class EngineRun:
         """Tell the engine to stop, in a task of its own: the stop is confirmed at the finish,
         and the group's listener goes on meanwhile."""
         if self.stream is not None:
-            task = asyncio.create_task(self.stream.stop())
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            spawn(self.stream.stop(), keep=self._background)
 
     async def _on_delta(self, delta: str) -> None:
         self._observer.token()

@@ -27,6 +27,7 @@ from conversations.engines.base import ChatMessage, SamplingParams
 from conversations.engines.specs import ModelSpec
 from conversations.events import broadcast, protocol
 from conversations.events.protocol import Cancel, TitleChanged
+from conversations.generation.background import spawn
 from conversations.generation.plans import ReplyPlan
 from conversations.models import Conversation
 
@@ -59,11 +60,8 @@ def wanted(plan: ReplyPlan) -> bool:
 def start(plan: ReplyPlan, *, reply: str) -> None:
     """Write the title of the first reply `reply` (planned by `plan`) in a task of its own."""
     question = plan.history[0].content
-    task = asyncio.create_task(
-        write_title(plan.conversation_id, plan.group, plan.model, question, reply), name="title"
-    )
-    _writing.add(task)
-    task.add_done_callback(_writing.discard)
+    writing = write_title(plan.conversation_id, plan.group, plan.model, question, reply)
+    spawn(writing, keep=_writing, name="title")
 
 
 async def write_title(

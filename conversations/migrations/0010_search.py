@@ -11,7 +11,7 @@ text every second then neither parse it nor touch the index (they stay HOT updat
 vector is computed once, when the reply settles. The statuses are Message.ACTIVE_STATUSES.
 
 Titles are short and cheap to parse, so they get an expression index. Both are
-conversations.search.VECTOR: the 'simple' configuration, with no stemming, so that a word typed
+conversations.search.query.VECTOR: the 'simple' configuration, with no stemming, so that a word typed
 in part is a prefix of the indexed word in any language (with 'english', "deployi" is not a
 prefix of the stem "deploy"); < and > read as spaces, so that text in HTML tags is indexed too.
 """

@@ -91,11 +91,11 @@ async def _channel_layer() -> str:
 
 async def _models() -> dict[str, str]:
     try:
-        specs = await sync_to_async(catalogue.all_models)()
+        every = await sync_to_async(catalogue.all_models)()
     except Exception:
         logger.exception("readyz: could not list the models")
         return {"*": "unavailable"}
-    enabled = [spec for spec in specs if spec.enabled]
+    enabled = [spec for spec in every if spec.enabled]
     states = await asyncio.gather(*(_bounded(_model(spec)) for spec in enabled))
     return dict(zip((spec.slug for spec in enabled), states, strict=True))
 

@@ -98,7 +98,7 @@ def conversation_new(request: AuthenticatedHttpRequest) -> HttpResponse:
 def conversation_detail(
     request: AuthenticatedHttpRequest, conversation_id: ConversationId
 ) -> HttpResponse:
-    conversation = conversation_or_404(request.user, conversation_id)
+    conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
     return _detail_page(request, conversation)
 
 
@@ -175,7 +175,7 @@ class ModelChoice:
 def conversation_settings_view(
     request: AuthenticatedHttpRequest, conversation_id: ConversationId
 ) -> HttpResponse:
-    conversation = conversation_or_404(request.user, conversation_id)
+    conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
     form = ConversationSettingsForm(request.POST)
     if form.is_valid():
         try:
@@ -196,7 +196,7 @@ def conversation_settings_view(
 def conversation_rename_view(
     request: AuthenticatedHttpRequest, conversation_id: ConversationId
 ) -> HttpResponse:
-    conversation = conversation_or_404(request.user, conversation_id)
+    conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
     form = TitleForm(request.POST)
     if form.is_valid():
         conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
@@ -210,7 +210,7 @@ def conversation_rename_view(
 def conversation_delete_view(
     request: AuthenticatedHttpRequest, conversation_id: ConversationId
 ) -> HttpResponse:
-    conversation = conversation_or_404(request.user, conversation_id)
+    conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
     conversation_delete(conversation=conversation)
     return redirect("conversation-list")
 

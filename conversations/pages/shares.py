@@ -54,7 +54,7 @@ def conversation_shares(
     request: AuthenticatedHttpRequest, conversation_id: ConversationId
 ) -> HttpResponse:
     """The conversation's links, with Revoke buttons; a POST makes a new one, shown once."""
-    conversation = conversation_or_404(request.user, conversation_id)
+    conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
     created = url = None
     if request.method == "POST":
         created, token = share_create(conversation=conversation, created_by=request.user)

@@ -35,46 +35,22 @@ from django.utils.safestring import SafeString
 
 from conversations.models import Conversation, ConversationQuerySet, Message
 from conversations.search import contains, postgresql, snippets
-from conversations.search.postgresql import (
-    PHRASE_WINDOW,
-    WINDOW,
-    MessageTextMatches,
-    TitleMatches,
-    ranked_sql,
-    recent_first,
-    window_for,
-)
-from conversations.search.query import (
-    CONFIG,
-    MAX_LENGTH,
-    PAGE_SIZE,
-    VECTOR,
-    clean,
-    contains_terms,
-    tsquery,
-)
+from conversations.search.postgresql import ranked_sql, recent_first
+from conversations.search.query import MAX_LENGTH, PAGE_SIZE, clean
 from conversations.services import branches
 from conversations.types import AnyUser
 
+# What the page, the API, the admin and the bench use; the rest is read in its own module.
 __all__ = [
-    "CONFIG",
     "MAX_LENGTH",
     "PAGE_SIZE",
-    "PHRASE_WINDOW",
-    "VECTOR",
-    "WINDOW",
     "Hit",
-    "MessageTextMatches",
     "Results",
-    "TitleMatches",
     "clean",
-    "contains_terms",
     "filter_matching",
     "ranked_sql",
     "recent_first",
     "search",
-    "tsquery",
-    "window_for",
 ]
 
 

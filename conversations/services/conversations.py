@@ -17,10 +17,15 @@ from conversations.types import AnyUser, ConversationId, User
 MAX_TITLE = 200
 
 
+def conversation_visible(*, user: AnyUser, conversation_id: ConversationId) -> Conversation | None:
+    """The user's conversation with this id; None for a stranger's as for a missing one."""
+    return Conversation.objects.visible_to(user).filter(pk=conversation_id).first()
+
+
 def conversation_or_404(
+    *,
     user: AnyUser,
     conversation_id: ConversationId,
-    *,
     queryset: ConversationQuerySet | None = None,
 ) -> Conversation:
     """The user's conversation with this id, read from `queryset` (all conversations unless

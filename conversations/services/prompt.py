@@ -47,22 +47,12 @@ def load_history(conversation_id: uuid.UUID, *, leaf: int | None) -> list[ChatMe
     ]
 
 
-def fit_to_context(
-    history: list[ChatMessage], engine: Engine, reply: ReplySettings
-) -> list[ChatMessage]:
-    """The system prompt and the history, oldest turns dropped first when it would not fit.
-
-    The newest user message is always kept, and room is left for the reply itself. Counting
-    tokens may load the engine's tokenizer: call this outside any transaction.
-    """
-    return [message for message, _ in _fitted(history, engine, reply)]
-
-
 def build_prompt(
     *, history: list[ChatMessage], engine: Engine, reply: ReplySettings, prefix: str = ""
 ) -> Prompt:
-    """The prompt of a reply, counted: the history fitted to the context (fit_to_context), and
-    for a continued reply the text it goes on writing from (`prefix`).
+    """The prompt of a reply, counted: the system prompt and the history, oldest turns dropped
+    first when it would not fit (the newest user message is always kept, and room is left for the
+    reply itself), and for a continued reply the text it goes on writing from (`prefix`).
 
     Counting tokens blocks (a tokenizer, or a request to the model's server): call this off the
     event loop, outside any transaction. Each message is counted once, here, so the stream
@@ -77,7 +67,7 @@ def build_prompt(
 
 
 def _fitted(history: list[ChatMessage], engine: Engine, reply: ReplySettings) -> list[_Counted]:
-    """fit_to_context's messages, each with its count."""
+    """build_prompt's messages but the prefix, each with its count."""
     system = [ChatMessage("system", reply.system_prompt)] if reply.system_prompt else []
     counted = [(message, engine.count_tokens(message.content)) for message in system]
     budget = engine.context_tokens - reply.max_tokens

@@ -21,6 +21,7 @@ from django.contrib.sessions.backends.base import SessionBase
 from django.utils.crypto import constant_time_compare
 
 from conversations.models import Conversation
+from conversations.services.conversations import conversation_visible
 from conversations.types import AnyUser
 
 
@@ -80,7 +81,7 @@ def socket_opening(
 ) -> SocketOpening | None:
     """The conversation and the session's expiry, in one trip to the database thread; None if
     the user may not see the conversation."""
-    conversation = Conversation.objects.visible_to(user).filter(pk=conversation_id).first()
+    conversation = conversation_visible(user=user, conversation_id=conversation_id)
     if conversation is None:
         return None
     return SocketOpening(conversation, session_expires_at(session_key))

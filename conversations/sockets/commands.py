@@ -1,7 +1,8 @@
 """What a socket's frames ask for, done: a send (or another turn), a Stop, a switch of versions.
 
-Each frame is parsed (frames.py) and turned into its service call (conversations.generation
-.replies, conversations.services.branches); what is refused is answered with an error frame.
+Each frame is parsed (frames.py) and turned into its service call
+(conversations.generation.replies, conversations.services.branches); what is refused is
+answered with an error frame.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class Commands:
     """Acts on one socket's frames (one at a time: the FrameQueue's `act`) as the user whose
     session `session` watches (and re-checks before a Stop or a switch of versions).
 
-    `refuse(code, message)` answers a frame that was refused.
+    `send_error(code, message)` answers a frame that was refused.
     """
 
     def __init__(
@@ -39,13 +40,13 @@ class Commands:
         username: str,
         session: SessionWatch,
         tab: TabState,
-        refuse: Callable[[str, str], Awaitable[None]],
+        send_error: Callable[[str, str], Awaitable[None]],
     ) -> None:
         self.conversation = conversation
         self.username = username
         self.session = session
         self.tab = tab
-        self._refuse = refuse
+        self._send_error = send_error
 
     async def act(self, frame: Frame) -> None:
         """Parse the frame and call the service it asks for; answer it if it is refused."""
@@ -76,10 +77,10 @@ class Commands:
         except SessionEnded:
             await self.session.end()
         except (FrameError, SendRefused) as exc:
-            await self._refuse(exc.code, str(exc))
+            await self._send_error(exc.code, str(exc))
         except DatabaseError:
             logger.exception("database error handling a frame")
-            await self._refuse("unavailable", UNAVAILABLE)
+            await self._send_error("unavailable", UNAVAILABLE)
 
     async def _cancel(self) -> None:
         stop = None

@@ -75,7 +75,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         lease = await slots.lease(user.pk, self.channel_name)
         if lease is None:
             await self.accept(subprotocol=subprotocol)
-            await self._refuse("too_many_sockets", TOO_MANY_SOCKETS)
+            await self._send_error("too_many_sockets", TOO_MANY_SOCKETS)
             await self.close(code=CLOSE_TOO_MANY_SOCKETS)
             return
         self.lease = lease
@@ -87,7 +87,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         self.session = SessionWatch(session_key, user.pk, ended=ended)
         self.frames = SocketFrames.from_settings(user.pk)
         commands = Commands(
-            conversation, user.get_username(), self.session, self.stream.tab, self._refuse
+            conversation, user.get_username(), self.session, self.stream.tab, self._send_error
         )
         self.queue = FrameQueue(
             commands.act, size=settings.CHAT_SOCKET_QUEUED_FRAMES, failed=self._frame_failed
@@ -121,11 +121,11 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
                 self.closing = True
                 await self.close(code=CLOSE_POLICY_VIOLATION)
             else:
-                await self._refuse("slow_down", SLOW_DOWN)
+                await self._send_error("slow_down", SLOW_DOWN)
             return  # refused before any database work: a flood costs this socket only
         # Bytes frames are queued too, so every frame is answered in the order it came.
         if not self.queue.put(text_data if text_data is not None else bytes_data or b""):
-            await self._refuse("busy", BUSY)
+            await self._send_error("busy", BUSY)
 
     async def _frame_failed(self, error: Exception) -> None:
         if self.closing:
@@ -180,7 +180,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
 
     async def chat_deleted(self, message: dict[str, Any]) -> None:
         """The conversation was deleted (in another tab or through the API): say so, and close."""
-        await self._refuse("conversation_deleted", "This conversation was deleted.")
+        await self._send_error("conversation_deleted", "This conversation was deleted.")
         await self._close_for_good(CLOSE_NOT_FOUND)
 
     async def _close_for_good(self, code: int) -> None:
@@ -194,7 +194,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         if frame is not None and not self.closing:
             await self.send(text_data=frame)
 
-    async def _refuse(self, code: str, message: str) -> None:
+    async def _send_error(self, code: str, message: str) -> None:
         await self._send(self.renderer.error(code, message))
 
 

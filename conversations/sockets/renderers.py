@@ -69,7 +69,7 @@ class JsonRenderer:
 
 class HtmlRenderer:
     """A tab's fragments. A reply being written shows its whole blocks rendered and the block
-    being written as text (rendering.streaming_parts): most deltas append to that text, and one
+    being written as text (pages.markdown.streaming_parts): most deltas append to that text, and one
     that completes a block re-renders the body, so the tab keeps each reply's text so far."""
 
     def __init__(self) -> None:

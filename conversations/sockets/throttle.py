@@ -68,5 +68,6 @@ class SocketFrames:
 
     @property
     def flooding(self) -> bool:
-        """More frames refused in a row than a burst: a script, not a person (close it)."""
+        """More frames refused in a row than this socket's burst (as configured when it opened):
+        a script, not a person (close it)."""
         return self.refused_in_a_row > self.own.burst

@@ -14,7 +14,7 @@ from conversations.engines.scripted import scripted_token
 from conversations.engines.specs import ReplySettings
 from conversations.models import Conversation, Message
 from conversations.services.branches import link_as_a_line
-from conversations.services.prompt import fit_to_context, load_history
+from conversations.services.prompt import build_prompt, load_history
 from tests.support.replies import full_reply, only_reply_of
 from tests.support.sockets import finished, streamed_text
 
@@ -86,7 +86,7 @@ def test_the_oldest_turns_are_dropped_when_the_history_does_not_fit(
     link_as_a_line(conversation.pk)  # as the first send on rows written as a list does
     reply.refresh_from_db()
     history = load_history(conversation.pk, leaf=reply.parent_id)
-    chat = fit_to_context(history, scripted_engine, reply_settings)
+    chat = build_prompt(history=history, engine=scripted_engine, reply=reply_settings).messages
     assert chat[0] == ChatMessage("system", "Be brief.")
     assert chat[-1] == ChatMessage("user", "the newest question")
     assert 2 < len(chat) < 21
