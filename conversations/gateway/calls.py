@@ -3,10 +3,11 @@
 A call is saved as the chat page's sends are, with more around it in the same transaction: a new
 conversation (origin "api", with the client's User-Agent) and the request's earlier messages as
 its history, then reply_create's user message and pending reply; a refused send (a limit, a
-model) leaves nothing behind. With X-Chatsite-Conversation the call goes on in an existing
-conversation of the caller's instead: the stored conversation is the history (the branch shown,
-as the chat page gives the model), and only the request's last message is added; the request's
-system message and sampling apply to that reply alone.
+model) leaves nothing behind, and gives back the new conversation it counted against the rate.
+With X-Chatsite-Conversation the call goes on in an existing conversation of the caller's
+instead: the stored conversation is the history (the branch shown, as the chat page gives the
+model), and only the request's last message is added; the request's system message and sampling
+apply to that reply alone.
 
 The reply is then an ordinary generation in this process: tabs on the conversation see it stream
 and can stop it. The response reads it from the generation directly (RunningReply.listen:
@@ -47,7 +48,7 @@ from conversations.generation.running import RunningReply
 from conversations.models import Conversation, Message
 from conversations.services.conversations import conversation_delete, conversation_visible
 from conversations.services.errors import ConversationGone, SendRefused
-from conversations.services.limits import check_create_allowed
+from conversations.services.limits import conversation_counted
 from conversations.types import User
 
 logger = logging.getLogger("chatsite.gateway")
@@ -79,41 +80,46 @@ def call_save(
     *, owner: User, call: ChatCall, model: ModelSpec, conversation_id: uuid.UUID | None, client: str
 ) -> ReplyPlan:
     """The call's conversation (new, or the caller's own), history and send, all or nothing."""
-    with transaction.atomic():
-        if conversation_id is None:
-            # A new conversation, counted as the chat page's "New conversation" is.
-            check_create_allowed(owner)
-            conversation = Conversation.objects.create(
-                owner=owner,
-                origin=Conversation.Origin.API,
-                origin_detail=_printable(client)[:MAX_ORIGIN_DETAIL],
-                title=Conversation.first_words(call.first_question),
-                model_slug=model.slug,
-                system_prompt=call.system_prompt,
-            )
-            _save_history(conversation, call.history)
-        else:
+    if conversation_id is not None:
+        with transaction.atomic():
             found = conversation_visible(user=owner, conversation_id=conversation_id)
             if found is None:
                 raise ConversationGone("There is no such conversation of yours.")
-            conversation = found
-        return replies.reply_create(
-            replies.Send(
-                conversation=conversation,
-                turn=replies.Turn(content=call.content),
-                model_slug=model.slug,
-                call=replies.CallSettings(
-                    system_prompt=call.system_prompt,
-                    temperature=call.temperature,
-                    max_tokens=call.max_tokens,
-                    top_p=call.top_p,
-                    stop=call.stop,
-                    seed=call.seed,
-                    # An API client calling in bulk would double the engine's work with titles.
-                    title_by_model=False,
-                ),
-            )
+            return _send(found, call, model)
+    # A new conversation, counted as the chat page's "New conversation" is. Counted outside the
+    # transaction: a send refused after (a reply limit, the model) or a failed commit leaves no
+    # conversation, and gives its count back.
+    with conversation_counted(owner), transaction.atomic():
+        conversation = Conversation.objects.create(
+            owner=owner,
+            origin=Conversation.Origin.API,
+            origin_detail=_printable(client)[:MAX_ORIGIN_DETAIL],
+            title=Conversation.first_words(call.first_question),
+            model_slug=model.slug,
+            system_prompt=call.system_prompt,
         )
+        _save_history(conversation, call.history)
+        return _send(conversation, call, model)
+
+
+def _send(conversation: Conversation, call: ChatCall, model: ModelSpec) -> ReplyPlan:
+    return replies.reply_create(
+        replies.Send(
+            conversation=conversation,
+            turn=replies.Turn(content=call.content),
+            model_slug=model.slug,
+            call=replies.CallSettings(
+                system_prompt=call.system_prompt,
+                temperature=call.temperature,
+                max_tokens=call.max_tokens,
+                top_p=call.top_p,
+                stop=call.stop,
+                seed=call.seed,
+                # An API client calling in bulk would double the engine's work with titles.
+                title_by_model=False,
+            ),
+        )
+    )
 
 
 def _save_history(conversation: Conversation, history: tuple[ChatMessage, ...]) -> None:

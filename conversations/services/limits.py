@@ -5,6 +5,9 @@ deletes conversations deletes their messages too, and with them any count taken 
 Replies being written are live state and are counted from rows.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from django.conf import settings
 
 from conversations.models import Conversation, Message
@@ -61,14 +64,36 @@ def check_create_allowed(user: User) -> None:
     """Count a new conversation, or raise TooManyConversations if it is one too many.
 
     The count goes up before it is compared (one atomic INCR), so creates racing in several
-    processes cannot all see room for one more; a refused create counts too, which changes
-    nothing, since the window closes at the time it was going to anyway.
+    processes cannot all see room for one more; a refused create gives its count back, so the
+    window holds only the conversations started (or being started) in it.
     """
+    _count_create(user)
+
+
+@contextmanager
+def conversation_counted(user: User) -> Iterator[None]:
+    """Count a new conversation for the block that creates it, as check_create_allowed does.
+
+    A block that raises (the conversation's first send refused by another limit, or anything
+    that rolls its rows back) gives the count back: a refused call spends none of the budget.
+    """
+    counted = _count_create(user)
+    try:
+        yield
+    except BaseException:
+        ratelimits.refund(NEW_CONVERSATION, user.pk, counted=counted)
+        raise
+
+
+def _count_create(user: User) -> ratelimits.Usage:
     per_minute = settings.CHAT_CONVERSATIONS_PER_MINUTE
     used = ratelimits.hit(NEW_CONVERSATION, user.pk)
     if used.count > per_minute:
+        # Given back too: refusals left in the count would refuse creates a refund made room for.
+        ratelimits.refund(NEW_CONVERSATION, user.pk, counted=used)
         raise TooManyConversations(
             f"You can start {per_minute} conversations a minute. "
             f"Try again in {used.retry_after} seconds.",
             retry_after=used.retry_after,
         )
+    return used

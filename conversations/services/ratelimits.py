@@ -5,10 +5,13 @@ cache is this process's memory (one process only, like the in-memory channel lay
 
 A window opens at a user's first counted action and lasts `period` seconds: `cache.add` (SET NX in
 Redis) decides its start once for every process, and `cache.incr` (INCR) counts in it atomically.
+An action counted and then refused or undone is given back (`refund`, DECR) in the window it was
+counted in.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -27,6 +30,7 @@ class Usage:
 
     count: int
     retry_after: int
+    window: float | None = None  # the window's start; None if no window is open
 
 
 def usage(action: str, user_id: int | str, *, period: int = PERIOD_S) -> Usage:
@@ -35,7 +39,7 @@ def usage(action: str, user_id: int | str, *, period: int = PERIOD_S) -> Usage:
     if start is None:
         return Usage(count=0, retry_after=0)
     count = cache.get(_count_key(action, user_id, start), 0)
-    return Usage(count=int(count), retry_after=_seconds_left(start, period))
+    return Usage(count=int(count), retry_after=_seconds_left(start, period), window=start)
 
 
 def hit(action: str, user_id: int | str, *, period: int = PERIOD_S) -> Usage:
@@ -53,10 +57,21 @@ def hit(action: str, user_id: int | str, *, period: int = PERIOD_S) -> Usage:
             count = cache.incr(count_key)
         except ValueError:  # evicted from a full cache after all: count again
             continue
-        return Usage(count=count, retry_after=_seconds_left(start, period))
+        return Usage(count=count, retry_after=_seconds_left(start, period), window=start)
     # A cache that keeps nothing (DummyCache): limits are off rather than every send refused.
     logger.warning("the cache kept no rate-limit counter for %s; not limiting", action)
     return Usage(count=0, retry_after=0)
+
+
+def refund(action: str, user_id: int | str, *, counted: Usage) -> None:
+    """Give back an action that `hit` counted (`counted` is what it returned), in the window it
+    was counted in; nothing once that window has closed, since its count limits nothing more."""
+    if counted.window is None or cache.get(_start_key(action, user_id)) != counted.window:
+        return
+    # The count outlives its open window by a whole period, so it is there unless a full cache
+    # evicted it, and then there is nothing left to give back.
+    with contextlib.suppress(ValueError):
+        cache.decr(_count_key(action, user_id, counted.window))
 
 
 def _start_key(action: str, user_id: int | str) -> str:

@@ -14,6 +14,8 @@ from channels.db import database_sync_to_async
 from django.core.asgi import get_asgi_application
 
 from conversations.models import Conversation, Message
+from conversations.services import ratelimits
+from conversations.services.limits import NEW_CONVERSATION
 from tests.support.replies import full_reply, generations_finished, wait_until_settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -117,3 +119,28 @@ async def test_a_caller_without_a_token_is_refused(db: Any) -> None:
     answer = await call("", HELLO)
     assert answer.status == 401
     assert json.loads(answer.parts[0])["error"]["code"] == "invalid_api_key"
+
+
+async def test_refused_calls_spend_no_conversation_budget(
+    alice: Any, alice_key: str, settings: Any
+) -> None:
+    settings.CHAT_SENDS_PER_MINUTE = 1
+    settings.CHAT_CONVERSATIONS_PER_MINUTE = 2
+    settings.CHAT_SCRIPTED_TOKENS = 2
+    try:
+        assert (await call(alice_key, HELLO)).status == 200
+        # Refused by the send rate after their conversation was counted: each is given back.
+        for _ in range(3):
+            refused = await call(alice_key, HELLO)
+            assert refused.status == 429
+            assert json.loads(refused.parts[0])["error"]["code"] == "rate_limit_exceeded"
+        assert ratelimits.usage(NEW_CONVERSATION, alice.pk).count == 1
+        # Refused by the conversation rate itself: not kept in the count either.
+        settings.CHAT_CONVERSATIONS_PER_MINUTE = 1
+        refused = await call(alice_key, HELLO)
+        assert json.loads(refused.parts[0])["error"]["code"] == "too_many_conversations"
+        assert ratelimits.usage(NEW_CONVERSATION, alice.pk).count == 1
+    finally:
+        await generations_finished()
+    count = database_sync_to_async(Conversation.objects.filter(owner=alice).count)
+    assert await count() == 1

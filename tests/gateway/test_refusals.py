@@ -14,7 +14,7 @@ from channels.db import database_sync_to_async
 
 from conversations.models import Conversation
 from tests.gateway.conftest import Gateway
-from tests.support.replies import full_reply
+from tests.support.replies import full_reply, wait_until_settled
 from tests.support.servers import NEEDS_SHARED_SERVICES, session_cookie
 
 pytestmark = [
@@ -127,6 +127,40 @@ async def test_each_call_counts_as_a_new_conversation(
     with pytest.raises(openai.RateLimitError) as refused:
         await client.chat.completions.create(model="default", messages=HELLO)
     assert error_of(refused.value)["code"] == "too_many_conversations"
+
+
+async def test_calls_refused_as_too_many_active_spend_no_conversation_budget(
+    gateway: Callable[..., Gateway], alice: Any, alice_key: str
+) -> None:
+    server = gateway(
+        CHAT_MAX_ACTIVE_PER_USER=3, CHAT_CONVERSATIONS_PER_MINUTE=10, CHAT_SCRIPTED_TOKENS=2000
+    )
+    client = server.client(alice_key)
+    streams = []
+    for _ in range(3):
+        raw = await client.chat.completions.with_raw_response.create(
+            model="default", messages=HELLO, stream=True
+        )
+        stream = raw.parse()
+        await anext(stream)
+        streams.append((raw.headers["x-chatsite-conversation"], stream))
+    # More refused calls than the minute's conversations left: each is refused for what it is.
+    for _ in range(8):
+        with pytest.raises(openai.RateLimitError) as refused:
+            await client.chat.completions.create(model="default", messages=HELLO)
+        assert error_of(refused.value)["code"] == "too_many_active"
+    count = database_sync_to_async(Conversation.objects.filter(owner=alice).count)
+    assert await count() == 3
+    for conversation_id, stream in streams:
+        await stream.close()
+        conversation = await database_sync_to_async(Conversation.objects.get)(pk=conversation_id)
+        await wait_until_settled(conversation)
+
+    # Three conversations of the minute's ten: the next call is accepted.
+    stream = await client.chat.completions.create(model="default", messages=HELLO, stream=True)
+    await anext(stream)
+    await stream.close()
+    assert await count() == 4
 
 
 async def test_a_failure_after_the_first_chunk_ends_the_stream_with_an_error_event(
