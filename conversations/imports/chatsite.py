@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from conversations.imports.source import (
     LEFT_OUT_ROLE,
+    OUT_OF_RANGE,
     ConversationRefused,
     SourceConversation,
     SourceMessage,
     as_list,
     as_object,
+    in_range,
     key_of,
     text_of,
     time_of,
@@ -116,8 +118,21 @@ def _message_fields(message: dict[str, Any]) -> dict[str, Any]:
     if ttft_ms is not None and fields.get("first_token_at") is not None:
         # Time to first token counts from when the engine could start (its model loaded):
         # keeping that moment keeps the figure.
-        fields["engine_ready_at"] = fields["first_token_at"] - timedelta(milliseconds=ttft_ms)
+        fields["engine_ready_at"] = _engine_ready_at(fields["first_token_at"], ttft_ms)
     return fields
+
+
+def _engine_ready_at(first_token_at: datetime, ttft_ms: float) -> datetime:
+    """The moment the engine was ready, `ttft_ms` before the first token, if it is in range."""
+    try:
+        ready: datetime | None = first_token_at - timedelta(milliseconds=ttft_ms)
+    except OverflowError:  # a duration past timedelta's, or a moment before the year 1
+        ready = None
+    if ready is None or not in_range(ready):
+        raise ConversationRefused(
+            f"A message's `ttft_ms` puts the moment its engine was ready {OUT_OF_RANGE}."
+        )
+    return ready
 
 
 def _char(value: Any, what: str, max_length: int) -> str:

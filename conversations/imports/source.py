@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.utils.dateparse import parse_datetime
@@ -85,6 +85,13 @@ LEFT_OUT_SYSTEM = "a second system prompt (the conversation keeps the first)"
 LEFT_OUT_ROLE = "a role other than user, assistant or system"
 
 
+# Python holds the years 1 to 9999 (the database more). A day inside that, a time still shows in
+# any time zone (a page's, the admin's) and every page that reads its row can hold it.
+EARLIEST_TIME = datetime.min.replace(tzinfo=UTC) + timedelta(days=1)
+LATEST_TIME = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
+OUT_OF_RANGE = "out of the range of times chatsite keeps"
+
+
 def clean_text(value: str) -> str:
     """Text any database stores: without NUL, and with unpaired surrogates (a JSON "\\ud800")
     replaced, since PostgreSQL refuses both."""
@@ -117,7 +124,7 @@ def key_of(value: Any, what: str) -> str:
 
 def time_of(value: Any, what: str, *, milliseconds: bool = False) -> datetime | None:
     """A time of the source: seconds since the epoch (ChatGPT, Open WebUI) or ISO 8601 text
-    (Claude, chatsite). Missing: None."""
+    (Claude, chatsite), in the range chatsite keeps (in_range). Missing: None."""
     if value is None or value == "":
         return None
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -132,8 +139,21 @@ def time_of(value: Any, what: str, *, milliseconds: bool = False) -> datetime | 
             parsed = None
         if parsed is None:
             raise ConversationRefused(f"{what} is not a time: {value[:40]!r}.")
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        when = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        if not in_range(when):
+            raise ConversationRefused(f"{what} is {OUT_OF_RANGE}: {value[:40]!r}.")
+        return when
     raise ConversationRefused(f"{what} is not a time.")
+
+
+def in_range(when: datetime) -> bool:
+    """Whether `when` is a time chatsite keeps: one whose UTC is between EARLIEST_TIME and
+    LATEST_TIME. A time out of it refuses its conversation, as one that is not a time does:
+    a time moved into range would say what the source never did."""
+    try:
+        return EARLIEST_TIME <= when.astimezone(UTC) <= LATEST_TIME
+    except OverflowError:  # valid as written, past the year 9999 (or before the year 1) in UTC
+        return False
 
 
 def as_object(value: Any, what: str) -> dict[str, Any]:

@@ -19,7 +19,8 @@ EARLIEST = datetime.min.replace(tzinfo=UTC)
 
 
 class _Anchors:
-    """The nearest kept node at or above a node, remembered for every node walked through."""
+    """The nearest kept node at or above a node, remembered for every node walked through, so
+    all the walks of a tree together visit each node once: work linear in the source."""
 
     def __init__(self, parents: Mapping[str, str | None], kept: set[str]):
         self.parents = parents
@@ -27,7 +28,9 @@ class _Anchors:
         self.found: dict[str, str | None] = {}
 
     def of(self, start: str | None) -> str | None:
-        chain: list[str] = []
+        # A set, not a list, for the loop check: a file's chain of 100,000 nodes not kept is
+        # one walk, and a list's `in` would make it quadratic (hours of a core for 64 MB).
+        chain: set[str] = set()
         node = start
         while True:
             if node is None or node not in self.parents:
@@ -41,10 +44,9 @@ class _Anchors:
                 break
             if node in chain:
                 raise ConversationRefused(LOOP)
-            chain.append(node)
+            chain.add(node)
             node = self.parents[node]
-        for visited in chain:
-            self.found[visited] = anchor
+        self.found.update(dict.fromkeys(chain, anchor))
         return anchor
 
 

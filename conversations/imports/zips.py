@@ -1,6 +1,7 @@
 """A zip export's conversations file, opened only once what the zip declares looks like an export:
-its member count, the size its conversations file inflates to and its compression ratio (a zip
-bomb is refused before it is inflated)."""
+its member count (from the entries of its central directory, before zipfile lists them), the size
+its conversations file inflates to and its compression ratio (a zip bomb is refused before it is
+inflated)."""
 
 from __future__ import annotations
 
@@ -25,22 +26,34 @@ MAX_COMPRESSION_RATIO = 100
 RATIO_CHECKED_FROM = 1024 * 1024
 CONVERSATION_FILES = ("conversations.json", "conversations.jsonl")
 JSON_SUFFIXES = (".json", ".jsonl")
+# The records that end a zip and the central directory's entries: signatures and fixed sizes.
+END_RECORD = b"PK\x05\x06"
+END_RECORD_SIZE = 22
+MAX_COMMENT = 65535  # after the end record
+ZIP64_END_RECORD = b"PK\x06\x06"
+ZIP64_END_RECORD_SIZE = 56
+ZIP64_LOCATOR = b"PK\x06\x07"
+ZIP64_LOCATOR_SIZE = 20
+DIRECTORY_ENTRY = b"PK\x01\x02"
+DIRECTORY_ENTRY_SIZE = 46
+# The central directory is walked this much at a time.
+CHUNK_BYTES = 64 * 1024
 
 
 @contextmanager
 def open_conversations_file(file: IO[bytes], limits: Limits) -> Iterator[tuple[IO[bytes], int]]:
     """The zip's conversations file, open, and the most bytes it may inflate to."""
-    entries = _declared_entries(file)
-    if entries > MAX_ZIP_MEMBERS:
-        raise ImportRefused(
-            "zip_bomb", f"The zip holds over {MAX_ZIP_MEMBERS:,} files: it is not an export."
-        )
+    if _listed_entries(file, stop_after=MAX_ZIP_MEMBERS) > MAX_ZIP_MEMBERS:
+        raise _crowded()
     try:
         archive = zipfile.ZipFile(file)
     except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as exc:
         raise ImportRefused("bad_zip", f"The zip cannot be read: {described(exc)}.") from None
     with archive:
-        member = _conversations_member(archive.infolist())
+        members = archive.infolist()
+        if len(members) > MAX_ZIP_MEMBERS:  # zipfile found more than the walk: refused all the same
+            raise _crowded()
+        member = _conversations_member(members)
         if member.flag_bits & 0x1:
             raise ImportRefused("bad_zip", "The zip is encrypted.")
         if member.file_size > limits.max_bytes:
@@ -62,33 +75,66 @@ def open_conversations_file(file: IO[bytes], limits: Limits) -> Iterator[tuple[I
             yield opened, member.file_size
 
 
-def _declared_entries(file: IO[bytes]) -> int:
-    """How many files the zip's end record says it holds, read before zipfile lists them all
-    (a listing of millions of empty files would fill the memory). 0 when there is no end record:
-    zipfile then refuses the file itself."""
-    # The end record (22 bytes and a comment of up to 64 KiB) closes the file.
-    size = size_of(file)
-    file.seek(max(0, size - 22 - 65535))
-    tail = file.read()
+def _listed_entries(file: IO[bytes], *, stop_after: int) -> int:
+    """How many files the zip's central directory lists, counted from its entries themselves
+    (the end record's count is only the zip's word: one said 1 and listed 600,000), and no
+    more than `stop_after` + 1, so a crowded zip is refused before zipfile lists it whole.
+    0 when there is no directory to walk: zipfile then refuses the file itself."""
+    directory = _central_directory(file)
+    count = 0
+    if directory is not None:
+        at, end = directory
+        chunk, chunk_at = b"", at
+        while at < end and count <= stop_after:
+            offset = at - chunk_at
+            if offset + DIRECTORY_ENTRY_SIZE > len(chunk):
+                file.seek(at)
+                chunk, chunk_at, offset = file.read(CHUNK_BYTES), at, 0
+            if len(chunk) < offset + DIRECTORY_ENTRY_SIZE or not chunk.startswith(
+                DIRECTORY_ENTRY, offset
+            ):
+                break  # a damaged directory, which zipfile refuses itself
+            # An entry: 46 bytes, then its name, extra field and comment, of the lengths it says.
+            name, extra, comment = struct.unpack_from("<3H", chunk, offset + 28)
+            count += 1
+            at += DIRECTORY_ENTRY_SIZE + name + extra + comment
     file.seek(0)
-    at = tail.rfind(b"PK\x05\x06")
-    if at < 0 or len(tail) < at + 22:
-        return 0
-    (entries,) = struct.unpack_from("<H", tail, at + 10)
-    zip64_locator = at - 20
-    if (
-        entries == 0xFFFF
-        and zip64_locator >= 0
-        and tail[zip64_locator:at].startswith(b"PK\x06\x07")
-    ):
-        # Zip64: the count is in a record the locator points to.
-        (record_offset,) = struct.unpack_from("<Q", tail, zip64_locator + 8)
-        file.seek(record_offset)
-        record = file.read(56)
-        file.seek(0)
-        if len(record) == 56 and record.startswith(b"PK\x06\x06"):
-            (entries,) = struct.unpack_from("<Q", record, 32)
-    return int(entries)
+    return count
+
+
+def _central_directory(file: IO[bytes]) -> tuple[int, int] | None:
+    """Where the zip's central directory starts and ends, found as zipfile finds it: the end
+    record (the file's last bytes, or before a comment of up to 64 KiB), or the Zip64 end
+    record before its locator, gives the directory's size, and the directory ends where those
+    records begin (so data before the zip, as a self-extracting one has, moves nothing)."""
+    size = size_of(file)
+    tail_at = max(0, size - END_RECORD_SIZE - MAX_COMMENT - 1)
+    file.seek(tail_at)
+    tail = file.read()
+    if tail[-END_RECORD_SIZE:].startswith(END_RECORD) and tail.endswith(b"\0\0"):
+        at = len(tail) - END_RECORD_SIZE  # no comment
+    else:
+        at = tail.rfind(END_RECORD)
+    if at < 0 or len(tail) < at + END_RECORD_SIZE:
+        return None
+    (directory_size,) = struct.unpack_from("<L", tail, at + 12)
+    end = tail_at + at
+    zip64_at = end - ZIP64_LOCATOR_SIZE - ZIP64_END_RECORD_SIZE
+    if zip64_at >= 0:
+        file.seek(zip64_at)
+        records = file.read(ZIP64_END_RECORD_SIZE + ZIP64_LOCATOR_SIZE)
+        if records.startswith(ZIP64_END_RECORD) and records.startswith(
+            ZIP64_LOCATOR, ZIP64_END_RECORD_SIZE
+        ):
+            (directory_size,) = struct.unpack_from("<Q", records, 40)
+            end = zip64_at
+    return (end - directory_size, end) if directory_size <= end else None
+
+
+def _crowded() -> ImportRefused:
+    return ImportRefused(
+        "zip_bomb", f"The zip holds over {MAX_ZIP_MEMBERS:,} files: it is not an export."
+    )
 
 
 def _conversations_member(members: list[zipfile.ZipInfo]) -> zipfile.ZipInfo:

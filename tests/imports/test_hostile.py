@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,52 @@ def test_a_zip_with_too_many_members_is_refused_before_they_are_listed(
 
     refused = refusal(alice, crowded)
     assert refused.code == "zip_bomb" and "over 10 files" in refused.message
+
+
+def understated(data: bytes, *, zip64: bool) -> bytes:
+    """The zip `data`, its end record saying it holds 1 file. With `zip64`, Zip64 end records
+    (saying 1 as well) stand before it, and the end record defers to them, as a zip past
+    65,535 files or 4 GiB has it."""
+    end = data.rindex(b"PK\x05\x06")
+    record = bytearray(data[end:])
+    struct.pack_into("<HH", record, 8, 1, 1)  # the files on this disk, and in all
+    if not zip64:
+        return data[:end] + bytes(record)
+    size, offset = struct.unpack_from("<LL", record, 12)
+    zip64_end = struct.pack("<4sQHHLLQQQQ", b"PK\x06\x06", 44, 45, 45, 0, 0, 1, 1, size, offset)
+    locator = struct.pack("<4sLQL", b"PK\x06\x07", 0, end, 1)
+    struct.pack_into("<HHLL", record, 8, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF)
+    return data[:end] + zip64_end + locator + bytes(record)
+
+
+@pytest.mark.parametrize("zip64", [False, True], ids=["end record", "zip64 end record"])
+def test_a_zip_whose_end_record_understates_its_files_is_refused_from_its_directory(
+    alice: Any, monkeypatch: pytest.MonkeyPatch, zip64: bool
+) -> None:
+    monkeypatch.setattr(zips, "MAX_ZIP_MEMBERS", 10)
+    files: dict[str, Any] = {f"file-{i}.txt": b"" for i in range(11)}
+    files["conversations.json"] = []
+    crowded = understated(zipped(files), zip64=zip64)
+    assert len(zipfile.ZipFile(io.BytesIO(crowded)).infolist()) == 12, "zipfile lists them all"
+
+    def listed(archive: zipfile.ZipFile) -> None:
+        raise AssertionError("zipfile listed the zip's files before it was refused")
+
+    monkeypatch.setattr(zipfile.ZipFile, "_RealGetContents", listed)
+    refused = refusal(alice, crowded)
+    assert refused.code == "zip_bomb" and "over 10 files" in refused.message
+
+
+def test_a_zip_that_lists_as_many_files_as_allowed_is_read(
+    alice: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(zips, "MAX_ZIP_MEMBERS", 12)
+    files: dict[str, Any] = {f"file-{i}.txt": b"" for i in range(11)}
+    files["conversations.json"] = [openwebui_chat()]
+    for zip64 in (False, True):
+        Conversation.objects.all().delete()
+        report = imported(alice, understated(zipped(files), zip64=zip64))
+        assert [i.title for i in report.imported] == ["Colours"]
 
 
 class CountingFile(io.FileIO):
