@@ -48,11 +48,14 @@ TOO_MANY_SOCKETS = "Too many open tabs or connections. Close some, then reload t
 SLOW_DOWN = "Too many frames on this connection. Slow down."
 
 
+# Over 150 lines: Channels looks up a handler per group event on the consumer itself, and the
+# teardown (__call__, _let_go) must be where every way a socket ends passes.
 class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
     conversation: Conversation
     renderer: Renderer
     stream: TabStream
     closing = False  # closing or closed: frames still arriving are dropped, nothing more is sent
+    let_go = False  # what connect() took is given back, or being given back
 
     async def connect(self) -> None:
         user: AnyUser = self.scope["user"]
@@ -79,9 +82,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
             await self.close(code=CLOSE_TOO_MANY_SOCKETS)
             return
         self.lease = lease
-        self.conversation = conversation = opening.conversation
+        conversation = opening.conversation
         self.user_id: int = user.pk
-        metrics.socket_opened()  # paired with disconnect(), which checks self.conversation
         self.stream = TabStream(conversation, self.renderer, self._send, self.channel_name)
         ended = functools.partial(self._close_for_good, CLOSE_SESSION_ENDED)
         self.session = SessionWatch(session_key, user.pk, ended=ended)
@@ -92,6 +94,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         self.queue = FrameQueue(
             commands.act, size=settings.CHAT_SOCKET_QUEUED_FRAMES, failed=self._frame_failed
         )
+        # Set once everything _let_go() stops exists: it stops them only if this is set.
+        self.conversation = conversation
+        metrics.socket_opened()  # paired with _let_go(), which checks self.conversation
         await self.channel_layer.group_add(conversation.group_name, self.channel_name)
         await self.channel_layer.group_add(user_group(self.user_id), self.channel_name)
         await self.accept(subprotocol=subprotocol)
@@ -99,16 +104,37 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         # Joined the group before reading the row: whatever happens after this read reaches us.
         await self.stream.joined()
 
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # Channels calls disconnect() only for a close it reads: a handler that raised (a
+            # frame the server refused to send) or a task cancelled (the server gave up waiting
+            # for it to end) ends the socket without one, and would leave its slot taken for good
+            # (renewed by a task of its own) and its tasks running.
+            await self._let_go()
+
     async def disconnect(self, code: int) -> None:
+        await self._let_go()
+
+    async def _let_go(self) -> None:
+        """Give back what connect() took, once however the socket ends (called again, it does
+        nothing more): the slot last, and even if giving back the rest failed."""
         self.closing = True  # the frame being acted on sends nothing to a closed socket
-        if hasattr(self, "conversation"):
-            metrics.socket_closed()
-            self.stream.stop()
-            self.session.stop()
-            await self.channel_layer.group_discard(self.conversation.group_name, self.channel_name)
-            await self.channel_layer.group_discard(user_group(self.user_id), self.channel_name)
-            await self.queue.stop()
-            await self.lease.end()
+        try:
+            if hasattr(self, "conversation") and not self.let_go:
+                self.let_go = True
+                metrics.socket_closed()
+                self.stream.stop()
+                self.session.stop()
+                await self.channel_layer.group_discard(
+                    self.conversation.group_name, self.channel_name
+                )
+                await self.channel_layer.group_discard(user_group(self.user_id), self.channel_name)
+                await self.queue.stop()
+        finally:
+            if hasattr(self, "lease"):
+                await self.lease.end()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if not hasattr(self, "conversation") or self.closing:

@@ -88,10 +88,15 @@ class Lease:
     def __init__(self, slot: str):
         self.slot = slot
         self._renewing = asyncio.create_task(keep(slot))
+        self._freed = False
 
     async def end(self) -> None:
+        """Stop renewing and free the slot. Ending an ended lease does nothing; one whose end was
+        cancelled before the slot was freed frees it now."""
         self._renewing.cancel()
-        await release(self.slot)
+        if not self._freed:
+            await release(self.slot)
+            self._freed = True
 
 
 async def lease(user_id: int, channel_name: str) -> Lease | None:
