@@ -88,9 +88,23 @@ class SamplingParams:
         return chosen
 
 
+# The largest token count a reply's row holds (PostgreSQL's integer): an engine that reports
+# more is wrong, whatever it meant.
+MAX_TOKEN_COUNT = 2**31 - 1
+
+
+def token_count(value: object) -> int | None:
+    """A token count an engine reported, or None if it is not one: a whole number from 0 to
+    MAX_TOKEN_COUNT (JSON's true, 1.5, "7" and -1 are none)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT:
+        return value
+    return None
+
+
 @dataclass
 class StreamResult:
-    """Filled in by the stream as it runs; final once iteration has ended."""
+    """Filled in by the stream as it runs; final once iteration has ended. Its counts are ones a
+    row holds: a backend takes what its engine reports through token_count."""
 
     prompt_tokens: int | None = None
     completion_tokens: int = 0

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from conversations.engines.base import EngineError, FinishReason, StreamResult
+from conversations.engines.base import EngineError, FinishReason, StreamResult, token_count
 
 
 class ChatEvents:
@@ -59,6 +59,12 @@ class ChatEvents:
         self._take_usage(chunk.get("usage"))
         for choice in chunk.get("choices") or ():
             text = (choice.get("delta") or {}).get("content")
+            if text is not None and not isinstance(text, str):
+                # Refused, not skipped: a reply with a part left out is not the model's reply.
+                raise EngineError(
+                    "The model server sent a reply that could not be read.",
+                    detail=f"The model server sent content that is not text: {text!r:.80}",
+                )
             if text:
                 if not self._saw_usage:
                     self.result.completion_tokens += 1
@@ -67,10 +73,17 @@ class ChatEvents:
                 self.result.finish_reason = FinishReason.parse(choice["finish_reason"])
 
     def _take_usage(self, usage: object) -> None:
-        if isinstance(usage, dict) and usage:
+        """The server's token counts. One that is not a count (negative, text, past what a row
+        holds) is dropped, and ours stands: the prompt as the caller counted it, a token a chunk."""
+        if not isinstance(usage, dict):
+            return
+        prompt = token_count(usage.get("prompt_tokens"))
+        if prompt is not None:
+            self.result.prompt_tokens = prompt
+        completion = token_count(usage.get("completion_tokens"))
+        if completion is not None:
             self._saw_usage = True
-            self.result.prompt_tokens = usage.get("prompt_tokens", self.result.prompt_tokens)
-            self.result.completion_tokens = usage.get("completion_tokens", 0)
+            self.result.completion_tokens = completion
 
 
 def status_error(response: httpx.Response, model: str) -> EngineError:

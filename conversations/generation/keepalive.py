@@ -40,6 +40,7 @@ class KeepAlive:
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._failing = False  # the last round's write failed: one warning per outage
+        self._refused: set[int] = set()  # replies whose own write failed in the last round
 
     def add(self, member: Member) -> None:
         loop = asyncio.get_running_loop()
@@ -61,19 +62,7 @@ class KeepAlive:
             if not controls:
                 return
             flushes = [control.flush_request() for control in controls]
-            results: list[rows.FlushResult] | None
-            try:
-                results = await database_sync_to_async(rows.flush_all)(flushes)
-            except Exception as exc:
-                # Nothing is marked flushed: the next round writes the text again.
-                if not self._failing:
-                    logger.warning("flush failed for %s replies: %r", len(flushes), exc)
-                self._failing, results = True, None
-            else:
-                if self._failing:
-                    logger.info("flushes work again")
-                self._failing = False
-            outcomes = results if results is not None else [None] * len(controls)
+            outcomes = await self._write(flushes)
             acted = await asyncio.gather(
                 *(c.after_flush(f, r) for c, f, r in zip(controls, flushes, outcomes, strict=True)),
                 return_exceptions=True,
@@ -84,6 +73,31 @@ class KeepAlive:
                     logger.error(
                         "keep-alive failed for reply %s", control.message_id, exc_info=outcome
                     )
+
+    async def _write(self, flushes: list[rows.Flush]) -> list[rows.FlushResult | None]:
+        """What each row said, or None where its write failed (nothing is marked flushed: the
+        next round writes its text again). A reply whose own row refuses its write fails alone
+        (see rows.flush_all)."""
+        try:
+            results = await database_sync_to_async(rows.flush_all)(flushes)
+        except Exception as exc:
+            if not self._failing:
+                logger.warning("flush failed for %s replies: %r", len(flushes), exc)
+            self._failing = True
+            return [None] * len(flushes)
+        if self._failing:
+            logger.info("flushes work again")
+        self._failing = False
+        refused = {
+            flush.message_id: result
+            for flush, result in zip(flushes, results, strict=True)
+            if isinstance(result, Exception)
+        }
+        # One warning per reply, not one a round: a row that refused a write refuses the next.
+        for message_id in refused.keys() - self._refused:
+            logger.warning("flush failed for reply %s: %r", message_id, refused[message_id])
+        self._refused = set(refused)
+        return [None if isinstance(result, Exception) else result for result in results]
 
 
 # One per process: every generation of the process takes part in the same round.

@@ -13,14 +13,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, DataError, IntegrityError, transaction
 from django.utils import timezone
 
-from conversations.engines.base import StreamResult
+from conversations.engines.base import StreamResult, token_count
 from conversations.events.protocol import MessagePayload, message_payload
 from conversations.generation.recovery import INTERRUPTED_ERROR
 from conversations.models import Conversation, Message
 from conversations.services.branches import version_of
+from conversations.services.text import make_storable
 
 Status = Message.Status
 ACTIVE = Message.ACTIVE_STATUSES
@@ -57,22 +58,57 @@ class Flush:
     first_token_at: datetime | None = None  # the first token came: the reply is streaming
 
 
-def flush_all(flushes: list[Flush]) -> list[FlushResult]:
-    """Every flush of a keep-alive round, in one transaction: one commit for all of them."""
-    results = []
-    with transaction.atomic():
-        for item in flushes:
-            if item.first_token_at is not None:
-                mark_streaming(item.message_id, item.first_token_at)
-            results.append(flush(item.message_id, item.content, look_for_stop=item.look_for_stop))
-    return results
+def flush_all(flushes: list[Flush]) -> list[FlushResult | Exception]:
+    """Every flush of a keep-alive round, in one transaction: one commit for all of them.
+
+    A reply whose row cannot take its write (see failed_by_its_row) fails that transaction for
+    all: then each is written in a transaction of its own, and the one that fails gets its error
+    in its place, never the others'. A database that is away fails the round (raises).
+    """
+    try:
+        with transaction.atomic():
+            return [_flush_one(item) for item in flushes]
+    except Exception as exc:
+        if len(flushes) == 1 or not failed_by_its_row(exc):
+            raise
+    return [_flush_alone(item) for item in flushes]
+
+
+def _flush_one(item: Flush) -> FlushResult:
+    if item.first_token_at is not None:
+        mark_streaming(item.message_id, item.first_token_at)
+    return flush(item.message_id, item.content, look_for_stop=item.look_for_stop)
+
+
+def _flush_alone(item: Flush) -> FlushResult | Exception:
+    try:
+        with transaction.atomic():
+            return _flush_one(item)
+    except Exception as exc:
+        if not failed_by_its_row(exc):
+            raise
+        return exc
+
+
+# SQLSTATE classes of a statement refused for what it writes: a data exception (22), an integrity
+# violation (23), a program limit (54: a text too long for its search vector).
+_REFUSED_VALUES = ("22", "23", "54")
+
+
+def failed_by_its_row(exc: Exception) -> bool:
+    """The write failed for what it holds (a value the driver or the database refuses), not for
+    the database (away, locked, a deadlock), which would fail every write alike."""
+    if isinstance(exc, DataError | IntegrityError) or not isinstance(exc, DatabaseError):
+        return True
+    state = getattr(exc.__cause__, "sqlstate", None)
+    return isinstance(state, str) and state[:2] in _REFUSED_VALUES
 
 
 def flush(message_id: int, content: str | None, *, look_for_stop: bool) -> FlushResult:
     """Write the partial text (None: unchanged) and the heartbeat of an active reply."""
     fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
     if content is not None:
-        fields["content"] = content
+        fields["content"] = make_storable(content)
     row = Message.objects.filter(pk=message_id)
     # Conditional on no recorded Stop: one query in the usual case, and a miss means "look".
     no_stop = row.filter(cancel_requested_at__isnull=True)
@@ -125,9 +161,9 @@ def finish(
     it interrupted; this generation is alive and its text is whole, so it may still settle it.
     """
     fields: dict[str, Any] = {
-        "content": outcome.text,
-        "error": outcome.error,
-        "error_detail": outcome.error_detail,
+        "content": make_storable(outcome.text),
+        "error": make_storable(outcome.error),
+        "error_detail": make_storable(outcome.error_detail),
         "finished_at": timezone.now(),
         "engine_ready_at": outcome.engine_ready_at,
         "first_token_at": outcome.first_token_at,
@@ -136,8 +172,10 @@ def finish(
     result = outcome.result
     if result is not None:
         fields.update(
-            prompt_tokens=result.prompt_tokens,
-            completion_tokens=result.completion_tokens,
+            # Checked again here, whatever the backend: a count the row cannot hold would lose
+            # the whole reply.
+            prompt_tokens=token_count(result.prompt_tokens),
+            completion_tokens=token_count(result.completion_tokens),
             finish_reason=result.finish_reason or "",
         )
     if outcome.status == Status.CANCELLED and outcome.stop is not None:

@@ -30,6 +30,7 @@ from conversations.events.protocol import Cancel, TitleChanged
 from conversations.generation.background import spawn
 from conversations.generation.plans import ReplyPlan
 from conversations.models import Conversation
+from conversations.services.text import make_storable
 
 logger = logging.getLogger("chatsite.generation")
 
@@ -160,8 +161,8 @@ def _exists(conversation_id: uuid.UUID) -> bool:
 
 def clean(text: str) -> str:
     """The model's answer as a title: its first line, without quotes, a "Title:" label or
-    closing punctuation, at most MAX_TITLE_CHARS."""
-    line = next((line for line in text.splitlines() if line.strip()), "")
+    closing punctuation, at most MAX_TITLE_CHARS, and storable (see make_storable)."""
+    line = next((line for line in make_storable(text).splitlines() if line.strip()), "")
     line = re.sub(r"^\s*(title\s*:)\s*", "", line, flags=re.IGNORECASE)
     line = " ".join(line.strip().strip("\"'`*#").split())
     return line.rstrip(".!:;,")[:MAX_TITLE_CHARS].strip()

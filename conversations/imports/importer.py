@@ -35,11 +35,11 @@ from conversations.imports.source import (
     ImportLimited,
     ImportRefused,
     SourceConversation,
-    clean_text,
 )
 from conversations.imports.writing import ConversationWriter
 from conversations.models import Conversation
 from conversations.services import ratelimits
+from conversations.services.text import make_storable
 from conversations.types import User
 
 logger = logging.getLogger("chatsite.imports")
@@ -286,7 +286,7 @@ def _title_in(value: Any) -> str:
     if isinstance(value, dict):
         for name in ("title", "name"):
             if isinstance(value.get(name), str):
-                return clean_text(Conversation.first_words(value[name]))
+                return make_storable(Conversation.first_words(value[name]))
     return ""
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
+from conversations.services.text import make_storable
+
 
 class ImportRefused(Exception):
     """The whole file cannot be imported: nothing of it is written.
@@ -92,31 +94,20 @@ LATEST_TIME = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
 OUT_OF_RANGE = "out of the range of times chatsite keeps"
 
 
-def clean_text(value: str) -> str:
-    """Text any database stores: without NUL, and with unpaired surrogates (a JSON "\\ud800")
-    replaced, since PostgreSQL refuses both."""
-    value = value.replace("\x00", "")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        value = value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return value
-
-
 def text_of(value: Any, what: str) -> str:
-    """A string field of the source, cleaned; a missing one is empty."""
+    """A string field of the source, made storable; a missing one is empty."""
     if value is None:
         return ""
     if not isinstance(value, str):
         raise ConversationRefused(f"{what} is not text.")
-    return clean_text(value)
+    return make_storable(value)
 
 
 def key_of(value: Any, what: str) -> str:
     """An id of the source as text (some formats use numbers); bounded like external_id."""
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise ConversationRefused(f"{what} is missing or not an id.")
-    key = clean_text(str(value)).strip()
+    key = make_storable(str(value)).strip()
     if not key or len(key) > 200:
         raise ConversationRefused(f"{what} is empty or longer than 200 characters.")
     return key

@@ -1,4 +1,5 @@
-"""Checks on text that users and clients send before it is written."""
+"""Text that a database can store: the check for what users and clients send, and the repair
+for what a model or an imported file writes."""
 
 
 def storable(text: str) -> bool:
@@ -13,3 +14,17 @@ def storable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def make_storable(text: str) -> str:
+    """The text as every database stores it, and as a tab shows it: without NUL (which shows as
+    nothing), each lone surrogate replaced by U+FFFD (which a browser shows for one).
+
+    For text nobody may refuse: a model's output, an imported file. What a user types is refused
+    instead (see storable).
+    """
+    if storable(text):
+        return text
+    text = text.replace("\x00", "")
+    # Through UTF-16, as a browser reads it: two surrogates that pair up make one character again.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
