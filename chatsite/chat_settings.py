@@ -20,6 +20,10 @@ CHAT_SYSTEM_PROMPT = env_str("CHAT_SYSTEM_PROMPT", "You are a helpful assistant.
 CHAT_MAX_TOKENS = env_int("CHAT_MAX_TOKENS", 512, minimum=1)
 CHAT_TEMPERATURE = env_float("CHAT_TEMPERATURE", 0.7, minimum=0.0)
 CHAT_MAX_PROMPT_CHARS = env_int("CHAT_MAX_PROMPT_CHARS", 8000, minimum=1)
+# A reply ends at this many characters: finish reason "length", saved complete, the engine told
+# to stop. About 50,000 tokens, well past a model's default max_tokens_limit (4096); it bounds what
+# a model that never stops costs in memory, in frames and in the row.
+CHAT_MAX_REPLY_CHARS = env_int("CHAT_MAX_REPLY_CHARS", 200_000, minimum=1)
 # Later tokens of one reply are merged into at most one frame per this many milliseconds.
 CHAT_COALESCE_MS = env_int("CHAT_COALESCE_MS", 30, minimum=0)
 # Partial text is written to the database this often while a reply streams.
@@ -112,10 +116,13 @@ CHAT_METRICS_TOKEN = env_str("CHAT_METRICS_TOKEN")
 # The OpenAPI schema and its docs page are for signed-in users unless this opens them to all.
 CHAT_API_DOCS_PUBLIC = env_bool("CHAT_API_DOCS_PUBLIC", default=False)
 # One response of /api/export.jsonl holds about this many bytes of conversations; the rest is
-# one `Link: rel="next"` away. Bounds what a slow reader keeps in the server's memory.
+# one `Link: rel="next"` away. Bounds what a slow reader keeps in the server's memory, and what
+# building a page reads (a conversation over it comes alone on its page).
 CHAT_EXPORT_PAGE_BYTES = env_int("CHAT_EXPORT_PAGE_BYTES", 4 * 1024 * 1024, minimum=1024)
 # Share links (/s/<token>/) are readable by anyone with the link unless this asks for a login.
 CHAT_SHARES_REQUIRE_LOGIN = env_bool("CHAT_SHARES_REQUIRE_LOGIN", default=False)
+# Live (not revoked) share links one user may have; each holds a snapshot of a conversation.
+CHAT_SHARES_PER_USER = env_int("CHAT_SHARES_PER_USER", 100, minimum=1)
 # Imports (the settings page, /api/imports/, manage.py import_history): the largest file taken,
 # also what a zip's conversations file may inflate to; the JSON of one conversation (read into
 # memory one at a time); conversations in one import; messages in one conversation; characters

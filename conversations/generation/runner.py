@@ -79,6 +79,11 @@ class Generation:
 
     def stop_listening(self, listener: Listener) -> None:
         self._outbox.listeners.discard(listener)
+        # What it never took from its queue it never received: a stop keeps no more than that.
+        unread = []
+        while not listener.empty():
+            unread.append(listener.get_nowait())
+        self._feed.reader_left(unread)
 
     async def request_stop(self, stop: rows.RecordedStop) -> None:
         self._stopping.request(stop)
@@ -123,11 +128,12 @@ class Generation:
             _running.pop(self.plan.message_id, None)
 
     def _stop_engine(self) -> None:
+        self._feed.stop()  # nothing more goes out: the text the tabs were sent is the reply
         self._engine.stop_soon()
 
     async def _finish(self, ending: Ending) -> None:
         status = ending.status
-        await self._feed.send_now()  # the saved text is exactly the text every tab was sent
+        await self._feed.finish()  # the saved text is exactly the text every tab was sent
         stream, stop = self._engine.stream, self._stopping.stop
         confirmed_at = None
         if status == Status.CANCELLED and stream is not None:

@@ -25,7 +25,10 @@ class RunningReply(Protocol):
         (however it ended). Called on the return of reply_start, it misses none."""
         ...
 
-    def stop_listening(self, listener: Listener) -> None: ...
+    def stop_listening(self, listener: Listener) -> None:
+        """The reader is done: what it has not taken from its queue it never received, and a
+        stop after this keeps no more text than it took (a client that left has that much)."""
+        ...
 
     async def request_stop(self, stop: RecordedStop) -> None:
         """Stop it, as a Stop from a tab would (the first Stop counts)."""

@@ -14,7 +14,7 @@ from django.conf import settings
 
 from conversations import engines
 from conversations.engines import get_engine
-from conversations.engines.base import EngineError, EngineStream, StreamResult
+from conversations.engines.base import EngineError, EngineStream, FinishReason, StreamResult
 from conversations.events.protocol import Event
 from conversations.generation.background import spawn
 from conversations.generation.endings import Ending
@@ -23,6 +23,7 @@ from conversations.generation.plans import ReplyPlan
 from conversations.generation.stopping import Stopping
 from conversations.models import Message
 from conversations.ops import metrics
+from conversations.services.text import make_storable
 
 logger = logging.getLogger("chatsite.generation")
 
@@ -35,7 +36,8 @@ class Stalled(Exception):
 
 class EngineRun:
     """One reply's request to its engine, from the Started event to the stream's last delta,
-    which go to `feed`; a Stop (see Stopping) ends it early."""
+    which go to `feed`; a Stop (see Stopping) ends it early, and so does CHAT_MAX_REPLY_CHARS
+    (the reply is then complete, finish reason "length", as at max_tokens)."""
 
     def __init__(
         self,
@@ -54,6 +56,7 @@ class EngineRun:
         self._observer = observer
         self._send = send
         self._background: set[asyncio.Task[Any]] = set()  # strong references, as for any task
+        self._told_length = False  # the engine was told to stop at CHAT_MAX_REPLY_CHARS
 
     @property
     def result(self) -> StreamResult | None:
@@ -79,7 +82,7 @@ class EngineRun:
             )
             if self._stopping.wanted:
                 await self.stream.stop()  # stopped while we were setting up
-            await read_deltas(self.stream, self._on_delta, stopping=lambda: self._stopping.wanted)
+            await read_deltas(self.stream, self._on_delta, stopping=self._ends_early)
         except (EngineError, Stalled) as exc:
             detail = exc.detail if isinstance(exc, EngineError) else str(exc)
             logger.warning("engine error request_id=%s: %s", plan.request_id, detail)
@@ -87,9 +90,26 @@ class EngineRun:
         except Exception as exc:
             logger.exception("generation crashed request_id=%s", plan.request_id)
             return Ending(Status.ERROR, "The engine failed unexpectedly.", repr(exc))
-        finish_reason = self.stream.result.finish_reason
-        # A Stop that arrived as the engine produced its last token stopped nothing.
-        if self._stopping.wanted and not (finish_reason and finish_reason.is_natural):
+        return self._ending(self.stream.result)
+
+    def _ends_early(self) -> bool:
+        return self._stopping.wanted or self._feed.text.full
+
+    def _ending(self, result: StreamResult) -> Ending:
+        """How a stream that ran to its end ended: complete, or cancelled by a Stop."""
+        text = self._feed.text
+        natural = result.finish_reason is not None and result.finish_reason.is_natural
+        if text.full:
+            # Cut at CHAT_MAX_REPLY_CHARS, or stopped there: whole at that length, as at
+            # max_tokens. A model that ended right there by itself keeps its own reason.
+            if text.dropped or not natural:
+                result.finish_reason = FinishReason.LENGTH
+            return Ending(Status.COMPLETE)
+        # A Stop that arrived as the engine produced its last token stopped nothing, unless it
+        # cut text the tabs were never sent: then the reply ends where they saw it end.
+        if self._stopping.wanted and (text.dropped or not natural):
+            if natural:
+                result.finish_reason = FinishReason.ABORT  # it did not end by itself, as seen
             return Ending(Status.CANCELLED)
         return Ending(Status.COMPLETE)
 
@@ -101,7 +121,14 @@ class EngineRun:
 
     async def _on_delta(self, delta: str) -> None:
         self._observer.token()
-        await self._feed.add(delta)
+        # What the tabs are sent is what the row can keep: the channel layer cannot carry a lone
+        # surrogate either.
+        await self._feed.add(make_storable(delta))
+        if self._feed.text.full and not self._told_length:
+            # Told as a Stop tells it; the text past the limit is not kept (see Coalescer).
+            self._told_length = True
+            logger.info("reply reached CHAT_MAX_REPLY_CHARS request_id=%s", self._plan.request_id)
+            self.stop_soon()
 
 
 async def read_deltas(

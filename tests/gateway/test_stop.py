@@ -49,7 +49,10 @@ async def test_closing_the_stream_stops_the_engine(
     assert row.cancel_latency_ms is not None and row.cancel_confirmed_at is not None
     assert row.finish_reason == "abort"
     assert 3 <= row.completion_tokens < LONG
-    assert row.content == full_reply(row.completion_tokens)
+    # Saved: what the response had sent the client when it left (at least what it read), none
+    # of what the engine wrote after that (issue 23, finding 16).
+    assert row.content.startswith("".join(c.choices[0].delta.content or "" for c in chunks))
+    assert full_reply(row.completion_tokens).startswith(row.content)
     # From the engine's side: told to stop, it ended, and wrote at most a token after that.
     record = await server.engine_record(request_id_of(chunks[0].id))
     assert record["stop_requested_at"] is not None and record["finished"]
@@ -84,7 +87,7 @@ async def test_a_chat_tab_sees_the_call_stream_and_its_stop_ends_it(
         model="default", messages=[{"role": "user", "content": "Go on"}], stream=True
     )
     stream = raw.parse()
-    await anext(stream)
+    first = await anext(stream)
     conversation_id = raw.headers["x-chatsite-conversation"]
     cookie = await database_sync_to_async(session_cookie)(alice)
     async with open_socket(server.server, conversation_id, cookie) as ws:
@@ -98,7 +101,12 @@ async def test_a_chat_tab_sees_the_call_stream_and_its_stop_ends_it(
     assert seen[0]["type"] == "message.snapshot"
     saved = seen[-1]["message"]
     assert saved["status"] == "cancelled" and saved["cancelled_by"] == "alice"
-    assert streamed_text(seen) == saved["content"] == full_reply(saved["completion_tokens"])
+    # What the tab and the call were sent, none of what the engine wrote after the Stop (issue
+    # 23, finding 16).
+    assert streamed_text(seen) == saved["content"]
+    assert full_reply(saved["completion_tokens"]).startswith(saved["content"])
+    call_text = "".join(c.choices[0].delta.content or "" for c in [first, *rest] if c.choices)
+    assert call_text == saved["content"]
     # The call heard the end: its last chunk says the reply was stopped, then [DONE].
     assert rest[-1].choices[0].finish_reason == "abort"
     row = await wait_until_settled(await conversation_of(conversation_id))
