@@ -32,7 +32,7 @@ class ShareLinkAdmin(admin.ModelAdmin[ShareLink]):
 
     @admin.display(description="Messages")
     def message_count(self, share: ShareLink) -> int:
-        return share.message_count
+        return share.message_count  # kept on the link: a revoked link's snapshot may be gone
 
     @admin.action(description="Revoke the selected share links", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ShareLink]) -> None:

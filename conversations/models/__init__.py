@@ -6,14 +6,15 @@ here, as Django and the rest of chatsite expect (`from conversations.models impo
 - chat_models: ChatModel, a model managed in the admin;
 - tokens: ApiToken, a personal key for the REST API and the gateway;
 - preferences: UserPreferences, how the pages look for one user;
-- shares: ShareLink, a read-only snapshot of a conversation behind a secret link.
+- shares: ShareLink, a read-only snapshot of a conversation behind a secret link, and the
+  ShareSnapshot of messages its links share.
 """
 
 from conversations.models.chat_models import ChatModel
 from conversations.models.conversations import Conversation, ConversationQuerySet
 from conversations.models.messages import Message, MessageQuerySet
 from conversations.models.preferences import UserPreferences
-from conversations.models.shares import ShareLink, ShareLinkQuerySet
+from conversations.models.shares import ShareLink, ShareLinkQuerySet, ShareSnapshot
 from conversations.models.tokens import ApiToken, ApiTokenQuerySet
 
 __all__ = [
@@ -26,5 +27,6 @@ __all__ = [
     "MessageQuerySet",
     "ShareLink",
     "ShareLinkQuerySet",
+    "ShareSnapshot",
     "UserPreferences",
 ]

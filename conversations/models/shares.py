@@ -6,6 +6,34 @@ from django.db import models
 from conversations.types import AnyUser
 
 
+class ShareSnapshot(models.Model):
+    """The messages a share link shows: one branch of a conversation, as it was at one moment.
+
+    Stored once per state of the branch (the digest is the SHA-256 of its messages, see
+    services.shares.snapshot_digest) and shared by every link made while the branch was in that
+    state, so that many links to a long conversation cost its text once. It holds, for each
+    message, only what a reader sees (services.shares.SNAPSHOT_FIELDS): later messages, other
+    versions, the owner and ids never reach it. It is deleted when its last live link is revoked.
+    """
+
+    conversation = models.ForeignKey(
+        "conversations.Conversation", on_delete=models.CASCADE, related_name="share_snapshots"
+    )
+    digest = models.CharField(max_length=64)
+    messages = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "digest"], name="share_snapshot_once_per_branch_state"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"snapshot {self.digest[:12]} of {self.conversation_id}"
+
+
 class ShareLinkQuerySet(models.QuerySet["ShareLink"]):
     def active(self) -> "ShareLinkQuerySet":
         return self.filter(revoked_at__isnull=True)
@@ -21,9 +49,9 @@ class ShareLink(models.Model):
     """A read-only link to a snapshot of a conversation, as it was when the link was made.
 
     Only a hash of the link's token is stored; the link itself is shown once, when it is made.
-    The snapshot holds the title and, for each message of the branch shown, only what a reader
-    sees (see services.shares.SNAPSHOT_FIELDS): later messages, other versions, the owner and
-    ids never reach it.
+    The link holds the title it shows and how many messages its snapshot holds; the messages are
+    in its ShareSnapshot, shared with the other links to the same state of the branch. A revoked
+    link keeps its row (a record that it existed) but may lose its snapshot (snapshot is None).
     """
 
     conversation = models.ForeignKey(
@@ -34,7 +62,10 @@ class ShareLink(models.Model):
     )
     token_hash = models.CharField(max_length=64, unique=True)
     title = models.CharField(max_length=200, blank=True)
-    messages = models.JSONField(default=list, blank=True)
+    snapshot = models.ForeignKey(
+        ShareSnapshot, null=True, blank=True, on_delete=models.SET_NULL, related_name="links"
+    )
+    message_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
@@ -49,7 +80,3 @@ class ShareLink(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
-
-    @property
-    def message_count(self) -> int:
-        return len(self.messages)

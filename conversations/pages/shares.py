@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from conversations.models import ShareLink
 from conversations.services.conversations import conversation_or_404
 from conversations.services.shares import (
+    TooManyShares,
     share_create,
     share_for_token,
     share_revoke,
@@ -53,12 +54,17 @@ def share_view(request: HttpRequest, token: str) -> HttpResponse:
 def conversation_shares(
     request: AuthenticatedHttpRequest, conversation_id: ConversationId
 ) -> HttpResponse:
-    """The conversation's links, with Revoke buttons; a POST makes a new one, shown once."""
+    """The conversation's links, with Revoke buttons; a POST makes a new one, shown once (or
+    says why not: 429 past CHAT_SHARES_PER_USER live links)."""
     conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
     created = url = None
+    error, status = "", 200
     if request.method == "POST":
-        created, token = share_create(conversation=conversation, created_by=request.user)
-        url = share_url(request, token)
+        try:
+            created, token = share_create(conversation=conversation, created_by=request.user)
+            url = share_url(request, token)
+        except TooManyShares as refused:
+            error, status = str(refused), 429
     return render(
         request,
         "conversations/shares.html",
@@ -67,8 +73,10 @@ def conversation_shares(
             "shares": ShareLink.objects.owned_by(request.user).filter(conversation=conversation),
             "created": created,
             "url": url,
+            "error": error,
             "require_login": settings.CHAT_SHARES_REQUIRE_LOGIN,
         },
+        status=status,
     )
 
 

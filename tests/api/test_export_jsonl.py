@@ -6,6 +6,8 @@ import gc
 import json
 import re
 import tracemalloc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -14,6 +16,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.core import signing
 from django.db import connection
+from django.db.models.signals import post_init
 from django.test import AsyncClient, Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -231,9 +234,52 @@ def test_it_reads_only_the_batches_a_page_needs(api: Client, alice: Any, setting
     page = lines(response)
     assert exports.JSONL_CHUNK_SIZE < len(page) < 2 * exports.JSONL_CHUNK_SIZE
     assert all(len(c["messages"]) == per_conversation for c in page)
-    # One query of messages a batch: two batches read, not the ten of the whole history.
-    reads = [q for q in queries.captured_queries if 'FROM "conversations_message"' in q["sql"]]
-    assert len(reads) == 2
+    # One query of messages a batch: two batches read, not the ten of the whole history. (The
+    # query of conversations sizes their messages in a subquery, FROM "conversations_message" U0.)
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert len([q for q in sql if 'FROM "conversations_message" WHERE' in q]) == 2
+    assert len([q for q in sql if 'FROM "conversations_conversation"' in q]) == 1
+
+
+@contextmanager
+def message_text_read() -> Iterator[list[int]]:
+    """The length of every message loaded from the database meanwhile, as it is loaded."""
+    read: list[int] = []
+
+    def loaded(sender: type[Message], instance: Message, **kwargs: Any) -> None:
+        read.append(len(instance.content))
+
+    post_init.connect(loaded, sender=Message)
+    try:
+        yield read
+    finally:
+        post_init.disconnect(loaded, sender=Message)
+
+
+def test_finding_10_a_page_reads_about_its_own_bytes_not_a_batch_of_conversations(
+    api: Client, alice: Any, settings: Any
+) -> None:
+    page_bytes = settings.CHAT_EXPORT_PAGE_BYTES = 64 * 1024
+    # Each a little over half a page: one a page. The huge one, alone, is three pages.
+    make_history(alice, 8, 1, "x" * (page_bytes // 2 + 1024))
+    huge = Conversation.objects.create(owner=alice, title="huge")
+    Message.objects.create(conversation=huge, role="user", content="y" * (3 * page_bytes))
+    make_history(alice, 30, 1, "z" * (page_bytes // 2 + 1024), title="after")
+
+    responses, reads = [], []
+    url: str | None = reverse("api-export-jsonl")
+    while url is not None:
+        with message_text_read() as lengths:
+            responses.append(api.get(url))
+        reads.append(sum(lengths))
+        url = next_url(responses[-1])
+
+    assert ids(responses) == in_export_order(alice)  # each once, in order, resuming after the last
+    assert [len(lines(r)) for r in responses] == [1] * 39
+    for response, read in zip(responses, reads, strict=True):
+        # What a page read of message text is what it wrote, not a batch of conversations.
+        assert read <= len(response.content), (read, len(response.content))
+        assert len(response.content) <= page_bytes or lines(response)[0]["title"] == "huge"
 
 
 @pytest.mark.django_db(transaction=True)

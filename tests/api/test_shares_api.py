@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from django.apps import apps
 from django.test import Client
 
 from conversations.models import Conversation, ShareLink
@@ -108,6 +109,58 @@ def test_a_link_is_revoked_under_its_own_conversation_only(
     assert api.delete(one_share(other, created["id"])).status_code == 404
     assert api.delete(one_share(history, 999_999)).status_code == 404
     assert Client().get(created["url"]).status_code == 200
+
+
+def test_finding_9_links_past_the_per_user_limit_are_refused(
+    api: Client, charlie_api: Client, history: Conversation, alice: Any, charlie: Any, settings: Any
+) -> None:
+    settings.CHAT_SHARES_PER_USER = 2
+    other = Conversation.objects.create(owner=alice, title="Other")
+    first = api.post(shares(history)).json()
+    assert api.post(shares(other)).status_code == 201  # the limit is the user's, not per chat
+
+    refused = api.post(shares(history))
+
+    assert refused.status_code == 429
+    assert refused["Content-Type"] == "application/json"
+    assert refused.json()["code"] == "too_many_shares"
+    assert "2 live share links" in refused.json()["detail"]
+    assert ShareLink.objects.count() == 2
+    # It counts live links: revoking one makes room for another.
+    assert api.delete(one_share(history, first["id"])).status_code == 204
+    assert api.post(shares(history)).status_code == 201
+    # charlie's links are counted apart from alice's.
+    charlies = Conversation.objects.create(owner=charlie, title="Charlie's")
+    assert charlie_api.post(shares(charlies)).status_code == 201
+
+
+def rows_holding(text: str) -> int:
+    """The rows of the share models (whatever they are) that hold this text: its stored copies."""
+    models = [
+        model
+        for model in apps.get_app_config("conversations").get_models()
+        if model.__name__.startswith("Share")
+    ]
+    return sum(text in str(row) for model in models for row in model._default_manager.values_list())
+
+
+def test_finding_9_links_to_one_branch_state_store_its_messages_once(
+    api: Client, history: Conversation
+) -> None:
+    reply = "A reply worth sharing. " * 500
+    add_exchange(history, "Write at length", content=reply)
+
+    created = [api.post(shares(history)).json() for _ in range(5)]
+
+    assert rows_holding(reply) == 1
+    assert {c["message_count"] for c in created} == {8}
+    for link in created:
+        assert reply.strip() in Client().get(link["url"]).content.decode()
+    # A new state of the branch is a new snapshot; the old one stays for the links that show it.
+    add_exchange(history, "One more", content="A later reply")
+    later = api.post(shares(history)).json()
+    assert rows_holding(reply) == 2 and later["message_count"] == 10
+    assert "A later reply" not in Client().get(created[0]["url"]).content.decode()
 
 
 def test_it_needs_a_signed_in_caller(history: Conversation) -> None:

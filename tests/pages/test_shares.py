@@ -11,9 +11,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from conversations.models import Conversation, Message, ShareLink
+from conversations.models import Conversation, Message, ShareLink, ShareSnapshot
 from conversations.services.branches import branch_select, link_as_a_line
-from conversations.services.shares import share_create, share_for_token
+from conversations.services.shares import share_create, share_for_token, share_revoke
 from tests.support.history import add_exchange
 
 SCRIPT_REPLY = "Here: <script>alert('owned')</script> and **bold**"
@@ -132,8 +132,10 @@ def test_the_snapshot_holds_the_branch_shown_only(chat: Conversation) -> None:
     chat.refresh_from_db()
 
     share, token = share_create(conversation=chat, created_by=chat.owner)
-    assert [m["content"] for m in share.messages] == ["What is a socket?", "Another version"]
-    assert set(share.messages[0]) == {
+    assert share.snapshot is not None
+    stored = share.snapshot.messages
+    assert [m["content"] for m in stored] == ["What is a socket?", "Another version"]
+    assert set(stored[0]) == {
         "role",
         "content",
         "created_at",
@@ -157,6 +159,44 @@ def test_revoking_makes_it_404_at_once(chat: Conversation, alice: Any) -> None:
     assert share.revoked_at is not None
     listing = client_for(alice).get(shares_url(chat)).content.decode()
     assert "revoked" in listing
+
+
+def test_finding_9_the_page_refuses_a_link_past_the_per_user_limit(
+    chat: Conversation, alice: Any, settings: Any
+) -> None:
+    settings.CHAT_SHARES_PER_USER = 1
+    create_via_page(chat, alice)
+
+    response = client_for(alice).post(shares_url(chat))
+
+    assert response.status_code == 429
+    page = response.content.decode()
+    assert 'role="alert"' in page and "1 live share link" in page and "Revoke" in page
+    assert 'id="new-share-url"' not in page
+    assert ShareLink.objects.count() == 1
+
+
+def test_a_snapshot_goes_with_the_last_live_link_that_shows_it(
+    chat: Conversation, alice: Any
+) -> None:
+    first, _ = share_create(conversation=chat, created_by=alice)
+    second, _ = share_create(conversation=chat, created_by=alice)
+    assert first.snapshot_id == second.snapshot_id and ShareSnapshot.objects.count() == 1
+
+    share_revoke(share=first)
+    assert ShareSnapshot.objects.count() == 1  # the second link still shows it
+    share_revoke(share=second)
+    assert not ShareSnapshot.objects.exists()
+
+    # Revoked links stay listed with what they showed, not with its text.
+    second.refresh_from_db()
+    assert second.snapshot is None and second.message_count == 4
+    listing = client_for(alice).get(shares_url(chat)).content.decode()
+    assert listing.count("<td>4</td>") == 2
+    # A new link to the same state stores it again.
+    _, token = share_create(conversation=chat, created_by=alice)
+    assert ShareSnapshot.objects.count() == 1
+    assert "What is a socket?" in Client().get(share_path(token)).content.decode()
 
 
 def test_an_unknown_token_is_404(db: Any) -> None:
