@@ -13,7 +13,8 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from chatsite import daphne_backpressure  # noqa: E402
+from chatsite import daphne_backpressure, daphne_bodies  # noqa: E402
+from chatsite.body_limits import BodyLimit  # noqa: E402
 from chatsite.origins import OriginValidator  # noqa: E402
 from chatsite.socket_opens import SocketOpenLimit  # noqa: E402
 from conversations.engines import close_engines  # noqa: E402
@@ -23,6 +24,7 @@ from conversations.sockets.routing import websocket_urlpatterns  # noqa: E402
 
 mark_interrupted_at_startup()
 daphne_backpressure.install()
+daphne_bodies.install()
 # The model loads on a thread of its own now, not in the first reply (which waits for it).
 start_loading_at_startup()
 
@@ -56,7 +58,9 @@ close_engines_on_sigterm()
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # A body over its route's limit is refused before Django reads it: see
+        # chatsite/body_limits.py (and chatsite/daphne_bodies.py, as daphne reads it first).
+        "http": BodyLimit(django_asgi_app),
         # The origin check refuses sockets opened by pages on other origins (cross-site hijacking),
         # including the same host on another port or scheme: see chatsite/origins.py. A client
         # opening socket after socket is refused before any query: see chatsite/socket_opens.py.

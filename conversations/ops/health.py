@@ -4,7 +4,11 @@
 does not get every web process restarted). /readyz: this process can serve chats now: the
 database and the channel layer answer, and every enabled model is loaded (or, for a model served
 elsewhere, its server answers). Both are JSON; /readyz answers 503 until all is well. Problems
-are named, their details only logged: the probe may be public.
+are named, their details only logged: the probe needs no login. So staff see each model by name
+and everyone else a count by state (a model's name can say which groups it serves).
+
+One probe's answer serves every /readyz of the next READY_CACHE_S seconds: asking it a
+thousand times costs one query, one channel-layer send and one request to each model's server.
 """
 
 from __future__ import annotations
@@ -12,7 +16,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections import Counter
 from collections.abc import Awaitable
+from dataclasses import dataclass
+from time import monotonic
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
@@ -29,6 +36,7 @@ from conversations.engines.base import RemoteEngine
 logger = logging.getLogger("chatsite.health")
 
 CHECK_TIMEOUT_S = 3.0  # a probe waits no longer than this for any one check
+READY_CACHE_S = 2.0  # how long one probe's answer serves /readyz
 
 
 @require_GET
@@ -37,21 +45,77 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
-@require_GET
-@never_cache
-async def readyz(request: HttpRequest) -> JsonResponse:
+@dataclass(frozen=True)
+class Readiness:
+    database: str
+    channel_layer: str
+    models: dict[str, str]  # by slug: ready, loading, unavailable or timeout
+
+    @property
+    def ready(self) -> bool:
+        checks = (self.database, self.channel_layer)
+        return checks == ("ok", "ok") and all(s == "ready" for s in self.models.values())
+
+
+async def probe() -> Readiness:
+    """Ask the database, the channel layer and every enabled model now."""
     database, layer, models = await asyncio.gather(
         _bounded(_database()), _bounded(_channel_layer()), _models()
     )
-    ready = database == "ok" and layer == "ok" and all(s == "ready" for s in models.values())
+    return Readiness(database, layer, models)
+
+
+class LastProbe:
+    """The last probe's answer, kept READY_CACHE_S. Probes asked while one runs on the same
+    event loop wait for it rather than start their own (the test client gives each request a
+    loop of its own: those share the answer, not the run)."""
+
+    def __init__(self) -> None:
+        self.answer: Readiness | None = None
+        self.answered_at = 0.0
+        self.running: asyncio.Task[Readiness] | None = None
+
+    async def latest(self) -> Readiness:
+        if self.answer is not None and monotonic() - self.answered_at < READY_CACHE_S:
+            return self.answer
+        loop = asyncio.get_running_loop()
+        running = self.running
+        if running is None or running.done() or running.get_loop() is not loop:
+            running = self.running = loop.create_task(self._probe())
+        # Shielded: a prober that hangs up does not cancel the answer the others wait for.
+        return await asyncio.shield(running)
+
+    async def _probe(self) -> Readiness:
+        answer = await probe()
+        self.answer, self.answered_at = answer, monotonic()
+        return answer
+
+
+_last_probe = LastProbe()
+
+
+def forget_probe() -> None:
+    """Make the next /readyz probe afresh (changed settings take effect: tests use this)."""
+    global _last_probe
+    _last_probe = LastProbe()
+
+
+@require_GET
+@never_cache
+async def readyz(request: HttpRequest) -> JsonResponse:
+    readiness = await _last_probe.latest()
+    user = await request.auser()
+    models: dict[str, str] | dict[str, int] = readiness.models
+    if not user.is_staff:
+        models = dict(Counter(readiness.models.values()))
     return JsonResponse(
         {
-            "status": "ok" if ready else "unavailable",
-            "database": database,
-            "channel_layer": layer,
+            "status": "ok" if readiness.ready else "unavailable",
+            "database": readiness.database,
+            "channel_layer": readiness.channel_layer,
             "models": models,
         },
-        status=200 if ready else 503,
+        status=200 if readiness.ready else 503,
     )
 
 

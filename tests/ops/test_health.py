@@ -12,11 +12,30 @@ from typing import Any
 
 import pytest
 from channels.layers import channel_layers
+from django.contrib.auth import get_user_model
 from django.test import Client
 
+from conversations.ops import health
 from tests.support.servers import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def every_probe_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about what a probe finds: test_finding_15_readyz.py is about how long
+    its answer is kept, and who is told the models' names."""
+    monkeypatch.setattr(health, "READY_CACHE_S", 0.0)
+    health.forget_probe()
+
+
+@pytest.fixture
+def client(db: Any) -> Client:
+    """A staff member's: staff see each model by name."""
+    staff = get_user_model().objects.create_user("ops", password="ops-password", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    return client
 
 
 def ready(client: Client, *, until: int, timeout: float = 10.0) -> Any:
