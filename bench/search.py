@@ -151,7 +151,7 @@ def _plan(owner_id: int, term: str) -> str:
         return "contains (no index)"
     text = search.clean(term)
     with connection.cursor() as cursor:
-        recent_first = search.recent_first(cursor, text)
+        recent_first = search.recent_first(cursor, text, owner_id=owner_id)
         sql, params = search.ranked_sql(owner_id, text, 0, recent_first=recent_first)
         cursor.execute("EXPLAIN " + sql, params)
         lines = [row[0] for row in cursor.fetchall()]

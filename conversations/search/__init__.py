@@ -4,14 +4,16 @@ One search serves the page (`search`: a user's conversations, ranked, each with 
 matching message and a highlighted snippet), the API's ?q= and the admin (`filter_matching`:
 a queryset narrowed to the matching conversations, in its own order).
 
-On PostgreSQL it is full-text search (migration 0010: a stored, GIN-indexed vector of each
-message's text and an expression index on titles, in the 'simple' configuration). What was typed
+On PostgreSQL it is full-text search (migrations 0010 and 0012: a stored vector of each
+message's text, of its first INDEXED_CHARS characters, and one of titles, GIN-indexed by owner,
+in the 'simple' configuration: a user's search reads only that user's messages). What was typed
 is read as web-search syntax ("exact phrase", -without, or), and its last word, still being
 typed, as a prefix. A conversation's score is ts_rank of its title (weight A: ten times a
 message's) plus the ranks of its matching messages, so more matches rank higher; ties go to the
 most recently active. Only the WINDOW (PHRASE_WINDOW for a phrase) most recently written
 matching messages are ranked, so a word found in most messages costs no more than a rare one;
-below that (nearly every real query), every match is. Replies count once they have settled (see the migration).
+below that (nearly every real query), every match is. Replies count once they have settled
+(see migration 0010).
 
 On SQLite (the default for a laptop) it is a plain case-insensitive contains query: every word
 must appear in the title or in one message; titles that match come first, then the most recently
@@ -31,12 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connections
+from django.db.models import F
+from django.db.models.functions import Left
 from django.utils.safestring import SafeString
 
 from conversations.models import Conversation, ConversationQuerySet, Message
 from conversations.search import contains, postgresql, snippets
 from conversations.search.postgresql import ranked_sql, recent_first
-from conversations.search.query import MAX_LENGTH, PAGE_SIZE, clean
+from conversations.search.query import INDEXED_CHARS, MAX_LENGTH, PAGE_SIZE, clean
 from conversations.services import branches
 from conversations.types import AnyUser
 
@@ -75,7 +79,8 @@ def search(user: AnyUser, text: str, *, page: int = 1) -> Results:
     if not text or not user.is_authenticated:
         return Results([], False)
     offset = (page - 1) * PAGE_SIZE
-    if connections["default"].vendor == "postgresql":
+    full_text = connections["default"].vendor == "postgresql"
+    if full_text:
         found = postgresql.ranked(user.pk, text, offset)
     else:
         found = contains.ranked(user, text, offset)
@@ -84,7 +89,9 @@ def search(user: AnyUser, text: str, *, page: int = 1) -> Results:
     conversations = Conversation.objects.in_bulk([pk for pk, _ in found])
     found = [(pk, m) for pk, m in found if pk in conversations]  # not deleted meanwhile
     message_ids = [m for _, m in found if m is not None]
-    texts = dict(Message.objects.filter(pk__in=message_ids).values_list("pk", "content"))
+    # Full-text search found the match in the indexed prefix: the snippet is cut from it.
+    content = Left("content", INDEXED_CHARS) if full_text else F("content")
+    texts = dict(Message.objects.filter(pk__in=message_ids).values_list("pk", content))
     titles, marked = snippets.highlight(text, [conversations[pk].title for pk, _ in found], texts)
     off_branch = _off_branch([(conversations[pk], m) for pk, m in found])
     hits = [

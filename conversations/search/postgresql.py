@@ -1,5 +1,6 @@
-"""Full-text search on PostgreSQL: the `fulltext` lookups on titles and message text, and the
-ranked query of the search page (see the package's docstring for how it ranks)."""
+"""Full-text search on PostgreSQL: the `fulltext` lookups on titles and message text, the lookup
+of messages by the owner each holds, and the ranked query of the search page (see the package's
+docstring for how it ranks)."""
 
 from __future__ import annotations
 
@@ -51,9 +52,27 @@ class MessageTextMatches(_FullTextLookup):
         return f"{alias}.search_vector", []
 
 
+class OwnedByOneOf(Lookup):
+    """`conversation__search_owner_in=owner_ids`: the messages of these owners, read from the
+    owner each message holds (migration 0012), which the message indexes start with."""
+
+    lookup_name = "search_owner_in"
+    prepare_rhs = False
+
+    def as_sql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> Any:
+        raise NotSupportedError("Only PostgreSQL keeps a message's owner; see filter_matching().")
+
+    def as_postgresql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> Any:
+        # As MessageTextMatches: a column Django does not know, on the message's table alias.
+        alias = compiler.quote_name_unless_alias(self.lhs.alias)
+        owners, params = self.process_rhs(compiler, connection)
+        return f"{alias}.search_owner_id IN {owners}", params
+
+
 # On import: the package imports this module, so the lookups exist wherever search is used.
 Conversation._meta.get_field("title").register_lookup(TitleMatches)
 Message._meta.get_field("content").register_lookup(MessageTextMatches)
+Message._meta.get_field("conversation").register_lookup(OwnedByOneOf)
 
 
 def matching(queryset: ConversationQuerySet, text: str) -> ConversationQuerySet:
@@ -61,20 +80,27 @@ def matching(queryset: ConversationQuerySet, text: str) -> ConversationQuerySet:
     # One IN over a UNION rather than title OR EXISTS: the planner can then join it either
     # way, from a few index matches or from the user's conversations (an OR forced a
     # filter on every row, whose cost estimate alone set off JIT compilation: +300 ms).
-    titles = Conversation.objects.filter(title__fulltext=text).order_by().values("pk")
-    texts = Message.objects.filter(content__fulltext=text).order_by().values("conversation_id")
-    return queryset.filter(pk__in=titles.union(texts))
+    # Both sides are narrowed to the queryset's owners, which the indexes start with: for the
+    # API's queryset (one owner's), PostgreSQL reads that owner's matches only.
+    owners = queryset.order_by().values("owner_id")
+    titles = Conversation.objects.filter(owner__in=owners, title__fulltext=text)
+    texts = Message.objects.filter(conversation__search_owner_in=owners, content__fulltext=text)
+    return queryset.filter(
+        pk__in=titles.order_by().values("pk").union(texts.order_by().values("conversation_id"))
+    )
 
 
 # The WINDOW most recently written matching messages of the user, ranked, and their
 # conversations' scores with the titles' (ts_rank's weights: A is 1.0, messages' D 0.1).
-# {order} is how the messages are found (see recent_first).
+# {order} is how the messages are found (see recent_first). Messages are found by the owner
+# each holds (migration 0012), which the indexes start with, so other users' are never read;
+# their conversation's owner is checked all the same.
 _RANKED = """
 WITH hits AS MATERIALIZED (
     SELECT m.id, m.conversation_id, c.updated_at, m.search_vector
     FROM conversations_message m
     JOIN conversations_conversation c ON c.id = m.conversation_id
-    WHERE c.owner_id = %s AND m.search_vector @@ {q}
+    WHERE m.search_owner_id = %s AND c.owner_id = %s AND m.search_vector @@ {q}
     ORDER BY {order} DESC
     LIMIT %s
 ), in_messages AS (
@@ -110,7 +136,7 @@ def ranked_sql(
     )
     window = window_for(text)
     params = [
-        owner_id, *q_params, window,  # hits
+        owner_id, owner_id, *q_params, window,  # hits
         *q_params,  # in_messages
         *q_params, owner_id, *q_params, window,  # in_titles
         PAGE_SIZE + 1, offset,
@@ -127,31 +153,36 @@ def ranked(owner_id: int, text: str, offset: int) -> list[tuple[Any, int | None]
     """A page (and one more, to tell if there is a next) of the owner's matching conversations,
     best first: each conversation's id and its best matching message's (None: only its title)."""
     with connections["default"].cursor() as cursor:
-        sql, params = ranked_sql(owner_id, text, offset, recent_first=recent_first(cursor, text))
+        walk = recent_first(cursor, text, owner_id=owner_id)
+        sql, params = ranked_sql(owner_id, text, offset, recent_first=walk)
         cursor.execute(sql, params)
         return [(pk, best) for pk, best in cursor.fetchall()]
 
 
 # Reading a message's vector to match it costs about 2 µs; the index, about 6 µs a match
-# (the row it points to is fetched). Walking the newest messages costs WINDOW / share of
+# (the row it points to is fetched). Walking the owner's newest messages costs WINDOW / share of
 # messages that match x 2 µs, the index matches x 6 µs: the walk wins once more than
 # sqrt(WINDOW x messages / 3) match (8,000 of 200,000 at a WINDOW of 1,000).
 _RECENT_FIRST_FACTOR = 1 / 3
 
 
-def recent_first(cursor: Any, text: str) -> bool:
-    """Whether to find the WINDOW newest matches by walking the messages newest first (a
-    common word: it soon has enough) rather than through the GIN index (a rarer one).
+def recent_first(cursor: Any, text: str, *, owner_id: int) -> bool:
+    """Whether to find the owner's WINDOW newest matches by walking their messages newest first
+    (a common word: it soon has enough) rather than through the GIN index (a rarer one).
 
     The planner would choose by itself, but it prices the match of a row at a fraction of
     its cost, and walked the messages for words in 2-5% of them: 100-140 ms where the index
-    took 30-40. Its estimate of how many rows match is good, and decides here."""
+    took 30-40. Its estimates of how many of the owner's messages there are, and match, are
+    good enough, and decide here. (They are statistics: the share of matches is the word's
+    across all messages. Either way only the owner's messages are read.)"""
     q, q_params = tsquery(text)
-    cursor.execute(
-        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM conversations_message WHERE search_vector @@ {q}",
-        q_params,
-    )
-    matching = cursor.fetchone()[0][0]["Plan"]["Plan Rows"]
-    cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'conversations_message'::regclass")
-    messages = max(cursor.fetchone()[0], 1)
+    mine = "SELECT 1 FROM conversations_message WHERE search_owner_id = %s"
+    matching = _estimated_rows(cursor, f"{mine} AND search_vector @@ {q}", [owner_id, *q_params])
+    messages = max(_estimated_rows(cursor, mine, [owner_id]), 1)
     return bool(matching * matching > _RECENT_FIRST_FACTOR * window_for(text) * messages)
+
+
+def _estimated_rows(cursor: Any, sql: str, params: list[Any]) -> float:
+    cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+    rows: float = cursor.fetchone()[0][0]["Plan"]["Plan Rows"]
+    return rows

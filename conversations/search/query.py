@@ -6,11 +6,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-CONFIG = "simple"  # the configuration the indexes were built with (migration 0010)
+CONFIG = "simple"  # the configuration the indexes were built with (migrations 0010, 0012)
 # How a text becomes a vector, as migration 0010 indexes it, exactly (or the index is not
 # used): < and > are spaces, for the parser would drop anything shaped like an HTML tag and
 # all of a <script> element, which people paste and look for.
 VECTOR = f"to_tsvector('{CONFIG}'::regconfig, translate({{}}, '<>', '  '))"
+# How much of a message's text is indexed, as migration 0012 indexes it: a vector holds at most
+# 1 MB, and text of distinct words can take 7.5 bytes of it a character ("x-y" of 4-byte letters
+# is three words), so 64 Ki characters stay under half of that. It is about 10,000 words of
+# prose, within the 16,383 word positions a vector tells apart.
+INDEXED_CHARS = 65_536
 PAGE_SIZE = 20
 MAX_LENGTH = 200  # characters of a query, as the API's q allows
 

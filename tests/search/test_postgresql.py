@@ -174,7 +174,7 @@ def plan(sql: str, params: Any) -> str:
 
 def test_the_page_query_reads_the_gin_indexes(alice: Any, many: None) -> None:
     with connection.cursor() as cursor:
-        assert not search.recent_first(cursor, "zeppel")
+        assert not search.recent_first(cursor, "zeppel", owner_id=alice.pk)
     explained = plan(*search.ranked_sql(alice.pk, "zeppel", 0, recent_first=False))
     assert "Bitmap Index Scan on conversations_message_search" in explained
     assert "Bitmap Index Scan on conversations_conversation_title_search" in explained
@@ -182,7 +182,7 @@ def test_the_page_query_reads_the_gin_indexes(alice: Any, many: None) -> None:
 
 def test_a_word_in_most_messages_walks_the_newest_first(alice: Any, many: None) -> None:
     with connection.cursor() as cursor:
-        assert search.recent_first(cursor, "message")
+        assert search.recent_first(cursor, "message", owner_id=alice.pk)
     explained = plan(*search.ranked_sql(alice.pk, "message", 0, recent_first=True))
     assert "Index Scan Backward using conversations_message_pkey" in explained
 
