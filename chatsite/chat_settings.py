@@ -137,3 +137,6 @@ CHAT_IMPORT_MAX_MESSAGE_CHARS = env_int("CHAT_IMPORT_MAX_MESSAGE_CHARS", 1_000_0
 # Imports one user may start in an hour (the page and the API; not manage.py import_history): each
 # may parse hundreds of MB and write for minutes.
 CHAT_IMPORTS_PER_HOUR = env_int("CHAT_IMPORTS_PER_HOUR", 10, minimum=1)
+# Imports one process runs at once (one user runs one at a time, across every process): each holds
+# many times its largest conversation's JSON in memory; more are refused, to try again shortly.
+CHAT_IMPORTS_AT_ONCE = env_int("CHAT_IMPORTS_AT_ONCE", 2, minimum=1)

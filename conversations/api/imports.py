@@ -14,12 +14,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations.imports import FORMATS
-from conversations.imports.importer import (
-    ImportedConversation,
-    check_request_size,
-    import_upload,
-)
+from conversations.imports.importer import ImportedConversation, check_request_size
+from conversations.imports.slots import ImportBusy
 from conversations.imports.source import ImportLimited, ImportRefused
+from conversations.imports.uploads import import_upload
 from conversations.types import User
 
 ERROR_CODES = [
@@ -37,6 +35,8 @@ ERROR_CODES = [
     "too_many_conversations",
     "no_file",
     "too_many_imports",
+    "import_in_progress",
+    "imports_busy",
 ]
 
 
@@ -107,7 +107,7 @@ class UploadTooLarge(exceptions.APIException):
 
 def refused(exc: ImportRefused) -> Response:
     body = {"code": exc.code, "detail": exc.message}
-    if isinstance(exc, ImportLimited):
+    if isinstance(exc, ImportLimited | ImportBusy):
         return Response(body, status=429, headers={"Retry-After": str(exc.retry_after)})
     return Response(body, status=413 if exc.code == "too_large" else 400)
 
@@ -142,7 +142,10 @@ class ImportCreate(APIView):
             413: OpenApiResponse(ImportErrorSerializer, description="The file is too large."),
             429: OpenApiResponse(
                 ImportErrorSerializer,
-                description="Over CHAT_IMPORTS_PER_HOUR; Retry-After says when to try again.",
+                description="Over CHAT_IMPORTS_PER_HOUR (too_many_imports), another import of "
+                "yours still running (import_in_progress), or the server running "
+                "CHAT_IMPORTS_AT_ONCE imports (imports_busy); nothing was read. Retry-After "
+                "says when to try again.",
             ),
         },
     )

@@ -15,14 +15,11 @@ a file again adds only what is new.
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any, cast
+from typing import IO, Any
 
-from django.conf import settings
-from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -30,19 +27,16 @@ from conversations.engines import specs
 from conversations.imports import FORMATS, Format, chatsite, detect
 from conversations.imports.limits import Limits, too_large
 from conversations.imports.reading import BoundedReader, json_values
+from conversations.imports.slots import Lease, import_slot
 from conversations.imports.source import (
     ConversationRefused,
-    ImportLimited,
     ImportRefused,
     SourceConversation,
 )
 from conversations.imports.writing import ConversationWriter
 from conversations.models import Conversation
-from conversations.services import ratelimits
 from conversations.services.text import make_storable
 from conversations.types import User
-
-logger = logging.getLogger("chatsite.imports")
 
 MAX_TITLE = 200
 ALREADY_IMPORTED = "already imported"
@@ -77,9 +71,6 @@ class ImportReport:
     stopped: str = ""
 
 
-IMPORT = "import"  # the rate limit's action (services.ratelimits)
-HOUR_S = 3600
-
 # A multipart body holds the file and a few short fields: this much more than the file is
 # allowed before a request is refused from its Content-Length alone.
 MULTIPART_ALLOWANCE = 64 * 1024
@@ -97,30 +88,6 @@ def check_request_size(meta: Mapping[str, Any], limits: Limits | None = None) ->
         raise too_large(declared, limits.max_bytes, "The upload")
 
 
-def import_upload(
-    *, owner: User, upload: UploadedFile[bytes], fmt: str | None = None, keep_partial: bool = False
-) -> ImportReport:
-    """import_history on an uploaded file (on disk past FILE_UPLOAD_MAX_MEMORY_SIZE), within
-    the owner's CHAT_IMPORTS_PER_HOUR (ImportLimited): every import started counts, refused or
-    not, as each costs the reading."""
-    started = ratelimits.hit(IMPORT, owner.pk, period=HOUR_S)
-    if started.count > settings.CHAT_IMPORTS_PER_HOUR:
-        raise ImportLimited(started.retry_after)
-    upload.open("rb")
-    report = import_history(
-        owner=owner, file=cast("IO[bytes]", upload), fmt=fmt, keep_partial=keep_partial
-    )
-    logger.info(
-        "user %s imported %d conversations (%s), skipped %d entries%s",
-        owner.pk,
-        len(report.imported),
-        report.format,
-        len(report.skipped),
-        ", stopped early" if report.stopped else "",
-    )
-    return report
-
-
 def import_history(
     *,
     owner: User,
@@ -133,13 +100,21 @@ def import_history(
 
     `fmt` is a name of conversations.imports.FORMATS; None detects it. Raises ImportRefused,
     with nothing written, when the file cannot be imported (too large, not JSON, a zip bomb, an
-    unknown format) or, unless keep_partial, when any conversation of it cannot.
+    unknown format) or, unless keep_partial, when any conversation of it cannot; ImportBusy,
+    before reading any of it, while another import of the owner's runs or this process runs
+    CHAT_IMPORTS_AT_ONCE (conversations.imports.slots).
     """
     if fmt is not None and fmt not in FORMATS:
         raise ImportRefused("bad_format", f"Choose a format among {', '.join(FORMATS)}.")
-    importer = _Importer(owner, limits or Limits.from_settings(), fmt, keep_partial)
+    with import_slot(user_id=owner.pk) as lease:
+        importer = _Importer(owner, limits or Limits.from_settings(), fmt, keep_partial, lease)
+        _run(importer, file)
+    return importer.report
+
+
+def _run(importer: _Importer, file: IO[bytes]) -> None:
     with json_values(file, importer.limits) as (values, reader):
-        if not keep_partial:
+        if not importer.keep_partial:
             with transaction.atomic():
                 importer.run(values, reader)
         else:
@@ -149,15 +124,17 @@ def import_history(
                 if not importer.report.imported:
                     raise
                 importer.report.stopped = f"{exc.message} The conversations before it were kept."
-    return importer.report
 
 
 class _Importer:
     """One import's run: each conversation of the file read, checked, skipped if it is here
     already or written, and the report of it all."""
 
-    def __init__(self, owner: User, limits: Limits, fmt: str | None, keep_partial: bool):
+    def __init__(
+        self, owner: User, limits: Limits, fmt: str | None, keep_partial: bool, lease: Lease
+    ):
         self.owner = owner
+        self.lease = lease
         self.limits = limits
         self.format: Format | None = FORMATS[fmt] if fmt else None
         self.keep_partial = keep_partial
@@ -175,6 +152,7 @@ class _Importer:
                     f"The file holds more than {self.limits.max_conversations:,} conversations; "
                     "split it, or import it in parts.",
                 )
+            self.lease.renew()
             self.one(value, number)
             number += 1
             reader.mark(number)

@@ -11,8 +11,10 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from conversations.imports import FORMATS
-from conversations.imports.importer import ImportReport, check_request_size, import_upload
+from conversations.imports.importer import ImportReport, check_request_size
+from conversations.imports.slots import ImportBusy
 from conversations.imports.source import ImportLimited, ImportRefused
+from conversations.imports.uploads import import_upload
 from conversations.types import AuthenticatedHttpRequest
 
 
@@ -55,7 +57,7 @@ def _import(request: AuthenticatedHttpRequest) -> HttpResponse:
             fmt=form.cleaned_data["format"] or None,
             keep_partial=form.cleaned_data["keep_partial"],
         )
-    except ImportLimited as exc:
+    except (ImportLimited, ImportBusy) as exc:
         response = _page(request, error=exc.message, status=429)
         response["Retry-After"] = str(exc.retry_after)
         return response
