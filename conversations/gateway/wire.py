@@ -121,7 +121,8 @@ def _messages(raw: object) -> tuple[str | None, tuple[ChatMessage, ...], str]:
         if not isinstance(item, dict):
             raise bad_request(f"{where} must be an object.", where)
         role = item.get("role")
-        if role not in _ROLES:
+        # Tested as text first: a list or an object cannot be looked up in a set.
+        if not isinstance(role, str) or role not in _ROLES:
             raise bad_request(
                 f"{where}.role must be system, developer, user or assistant; tools and "
                 "function calls are not supported.",

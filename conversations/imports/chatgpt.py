@@ -21,6 +21,7 @@ from conversations.imports.source import (
     LEFT_OUT_ROLE,
     LEFT_OUT_SYSTEM,
     LEFT_OUT_TOOL,
+    ConversationRefused,
     SourceConversation,
     SourceMessage,
     as_object,
@@ -95,6 +96,9 @@ def _message(key: str, parent: str | None, message: dict[str, Any]) -> SourceMes
     metadata = message.get("metadata")
     metadata = metadata if isinstance(metadata, dict) else {}
     text = _text(content).strip()
+    content_type = content.get("content_type")
+    if content_type is not None and not isinstance(content_type, str):
+        raise ConversationRefused("A message's `content_type` is not text.")
     if role == "tool" or message.get("recipient", "all") not in ("all", None):
         return LEFT_OUT_TOOL
     if role not in ("system", "user", "assistant"):
@@ -102,7 +106,7 @@ def _message(key: str, parent: str | None, message: dict[str, Any]) -> SourceMes
     if not text:
         return "" if role == "system" else LEFT_OUT_EMPTY
     if (
-        content.get("content_type") in HIDDEN_CONTENT
+        content_type in HIDDEN_CONTENT
         or metadata.get("is_visually_hidden_from_conversation")
         or metadata.get("is_user_system_message")
     ):

@@ -19,6 +19,7 @@ from conversations.imports.source import (
     LEFT_OUT_HIDDEN,
     LEFT_OUT_ROLE,
     LEFT_OUT_TOOL,
+    ConversationRefused,
     SourceConversation,
     SourceMessage,
     as_list,
@@ -96,6 +97,8 @@ def _text(message: dict[str, Any]) -> tuple[str, Counter[str]]:
     texts = []
     for block in blocks:
         kind = block.get("type") if isinstance(block, dict) else None
+        if kind is not None and not isinstance(kind, str):
+            raise ConversationRefused("A content block's `type` is not text.")
         if kind == "text":
             texts.append(text_of(block.get("text"), "A text block"))
         elif kind in TOOL_BLOCKS:

@@ -102,7 +102,9 @@ def _add(
     content = node.get("content")
     if isinstance(content, list):  # the OpenAI shape some versions store: text parts
         content = "\n\n".join(
-            str(part.get("text", "")) for part in content if isinstance(part, dict)
+            text_of(part.get("text"), "A text part of a message")
+            for part in content
+            if isinstance(part, dict)
         )
     text = text_of(content, "A message's content").strip()
     if role not in ("system", "user", "assistant"):
