@@ -110,13 +110,14 @@ class Control:
                 self.last_viewer_seen = time.monotonic()
 
     def flush_request(self) -> rows.Flush:
-        """This reply's part of the process's keep-alive round (see keepalive)."""
+        """This reply's part of the process's keep-alive round (see keepalive): the text the tabs
+        were sent, not the frame held back, which a Stop may still drop."""
         text = self._feed.text
         return rows.Flush(
             message_id=self.message_id,
-            content=text.text if text.length != self.flushed else None,
+            content=text.snapshot() if text.sent != self.flushed else None,
             look_for_stop=self._stopping.stop is None,
-            length=text.length,
+            length=text.sent,
             first_token_at=None if self.marked_streaming else self._feed.first_token_at,
         )
 

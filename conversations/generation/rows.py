@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import DatabaseError, DataError, IntegrityError, transaction
+from django.db import DatabaseError, DataError, IntegrityError, InterfaceError, transaction
 from django.utils import timezone
 
 from conversations.engines.base import StreamResult, token_count
@@ -98,6 +98,8 @@ _REFUSED_VALUES = ("22", "23", "54")
 def failed_by_its_row(exc: Exception) -> bool:
     """The write failed for what it holds (a value the driver or the database refuses), not for
     the database (away, locked, a deadlock), which would fail every write alike."""
+    if isinstance(exc, InterfaceError):  # the connection itself is gone: not a DatabaseError
+        return False
     if isinstance(exc, DataError | IntegrityError) or not isinstance(exc, DatabaseError):
         return True
     state = getattr(exc.__cause__, "sqlstate", None)

@@ -100,6 +100,9 @@ FORWARD = [
     CREATE INDEX conversations_conversation_title_search ON conversations_conversation
     USING gin (owner_id, {TITLE_VECTOR})
     """,
+    # The planner's statistics for the new column now, not at the next autovacuum: recent_first
+    # chooses how to find a user's matches from its estimates.
+    "ANALYZE conversations_message",
 ]
 BACKWARD = [
     "DROP INDEX conversations_conversation_title_search",

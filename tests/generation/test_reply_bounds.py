@@ -157,6 +157,32 @@ async def test_finding_16_a_stop_keeps_the_text_the_tabs_were_sent(
     assert row is not None and row.content == "one "
 
 
+async def test_finding_16_the_partial_save_holds_what_the_tabs_were_sent(
+    connect: Any, alice: Any, conversation: Conversation, stepped_engine: Any, settings: Any
+) -> None:
+    settings.CHAT_COALESCE_MS = HELD_BACK_MS
+    settings.CHAT_FLUSH_INTERVAL_S = 0.05
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="Hi")
+    stream = await stepped_engine.next_stream()
+    stream.emit("one ")
+    seen = await socket.receive_until(is_delta)
+    stream.emit("two ")  # held back: a reload now, or a crash, must not show it
+    await taken(stream, 2)
+    row = await reply_of(conversation)
+    assert row is not None
+    beats = {row.heartbeat_at}
+    async with asyncio.timeout(BOUND_S):
+        while len(beats) < 3:  # two flushes at least since "two " was taken
+            await asyncio.sleep(settings.CHAT_FLUSH_INTERVAL_S)
+            row = await reply_of(conversation)
+            assert row is not None
+            beats.add(row.heartbeat_at)
+    assert row.content == streamed_text(seen) == "one "
+    await socket.send(action="cancel")
+    await socket.receive_until(finished)
+
+
 def test_the_limit_cuts_the_text_and_takes_no_more() -> None:
     text = Coalescer(interval_s=0.03, shown="ab", max_chars=5)
     assert text.add("cdef") and text.full and text.dropped
