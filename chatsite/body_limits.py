@@ -31,7 +31,7 @@ from django.conf import settings
 from django.urls import Resolver404, resolve
 
 from conversations.gateway.errors import GatewayError
-from conversations.imports.importer import MULTIPART_ALLOWANCE
+from conversations.imports.importer import upload_limit
 from conversations.imports.limits import size_in_words
 
 logger = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ class Route:
         """The most bytes its body may hold (read from the settings at each request); None:
         no limit."""
         if self.imports:
-            return int(settings.CHAT_IMPORT_MAX_BYTES) + MULTIPART_ALLOWANCE
+            return upload_limit()
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return None if limit is None else int(limit)
 

@@ -76,6 +76,11 @@ class ImportReport:
 MULTIPART_ALLOWANCE = 64 * 1024
 
 
+def upload_limit(limits: Limits | None = None) -> int:
+    """The most an import's request may carry: the file's limit and a few form fields."""
+    return (limits or Limits.from_settings()).max_bytes + MULTIPART_ALLOWANCE
+
+
 def check_request_size(meta: Mapping[str, Any], limits: Limits | None = None) -> None:
     """Refuse an upload whose declared length is over the limit, before its body is parsed
     (the file is never copied out of the request, let alone read)."""
@@ -84,7 +89,7 @@ def check_request_size(meta: Mapping[str, Any], limits: Limits | None = None) ->
         declared = int(meta.get("CONTENT_LENGTH") or 0)
     except ValueError:
         return  # Django's parser refuses a malformed length itself
-    if declared > limits.max_bytes + MULTIPART_ALLOWANCE:
+    if declared > upload_limit(limits):
         raise too_large(declared, limits.max_bytes, "The upload")
 
 

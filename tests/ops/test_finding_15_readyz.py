@@ -6,9 +6,7 @@ state for everyone but staff, and one probe's answer serves the probes of the ne
 from __future__ import annotations
 
 import contextlib
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +17,7 @@ from django.test import Client
 from conversations import engines
 from conversations.engines import catalogue
 from conversations.ops import health
+from tests.support.servers import models_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,27 +33,8 @@ def no_probe_yet() -> Iterator[None]:
 def counting_upstream() -> Iterator[tuple[str, list[str]]]:
     """An OpenAI-compatible server's GET /v1/models, and the paths it was asked for."""
     asked: list[str] = []
-
-    class Models(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            asked.append(self.path)
-            body = json.dumps({"object": "list", "data": [{"id": "up-1"}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Models)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/v1", asked
-    finally:
-        server.shutdown()
-        server.server_close()
+    with models_server(asked) as base_url:
+        yield base_url, asked
 
 
 def declare(settings: Any, base_url: str) -> None:

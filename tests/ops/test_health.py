@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import http.server
 import json
-import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from conversations.ops import health
-from tests.support.servers import free_port
+from tests.support.servers import free_port, models_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,31 +46,6 @@ def ready(client: Client, *, until: int, timeout: float = 10.0) -> Any:
 
 def declare(settings: Any, *models: dict[str, Any]) -> None:
     settings.CHAT_MODELS = json.dumps(list(models))
-
-
-@contextlib.contextmanager
-def upstream() -> Iterator[str]:
-    """A server answering GET /v1/models as an OpenAI-compatible server does."""
-
-    class Models(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = json.dumps({"object": "list", "data": [{"id": "up-1"}]}).encode()
-            self.send_response(200 if self.path == "/v1/models" else 404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Models)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_healthz_answers_while_the_process_runs(client: Client) -> None:
@@ -122,7 +93,7 @@ def test_readyz_fails_while_a_model_s_server_is_unreachable(client: Client, sett
     assert body["models"] == {"local": "ready", "remote": "unavailable"}
     assert str(port) not in response.content.decode(), "details go to the log, not the probe"
 
-    with upstream() as base_url:
+    with models_server() as base_url:
         declare(settings, local, {**remote, "options": {"base_url": base_url}})
         assert ready(client, until=200).json()["models"] == {"local": "ready", "remote": "ready"}
 

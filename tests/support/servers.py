@@ -4,9 +4,12 @@ or a live server."""
 
 from __future__ import annotations
 
+import http.server
+import json
 import os
 import signal
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -172,3 +175,31 @@ def open_socket(server: ServerProcess, conversation_id: Any, cookie: str) -> Any
         additional_headers={"Cookie": cookie, "Origin": server.origin},
         open_timeout=10,
     )
+
+
+@contextmanager
+def models_server(asked: list[str] | None = None) -> Iterator[str]:
+    """A server answering GET /v1/models as an OpenAI-compatible server does (its base URL);
+    the paths it was asked for are appended to `asked`."""
+
+    class Models(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if asked is not None:
+                asked.append(self.path)
+            body = json.dumps({"object": "list", "data": [{"id": "up-1"}]}).encode()
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
