@@ -55,6 +55,10 @@ CHAT_USER_FRAME_BURST = env_int("CHAT_USER_FRAME_BURST", 20, minimum=1)
 # Frames one socket has accepted but not yet acted on (each waits for the database); a frame
 # beyond these is answered `busy` rather than queued, so a socket's backlog stays bounded.
 CHAT_SOCKET_QUEUED_FRAMES = env_int("CHAT_SOCKET_QUEUED_FRAMES", 4, minimum=1)
+# The largest frame a socket is sent, in bytes: under daphne's websocket_max_message_size (1 MiB),
+# which ends the socket for a frame over it. A reply's text longer than this is sent in pieces; a
+# saved message or branch that is is loaded over HTTP by the page (see docs/websocket-protocol.md).
+CHAT_SOCKET_FRAME_BYTES = env_int("CHAT_SOCKET_FRAME_BYTES", 512 * 1024, minimum=16 * 1024)
 # Threads that save sends, beside Channels' one database thread, so a crowd of sends waits for
 # PostgreSQL side by side rather than one after another behind other replies' writes. SQLite
 # takes one writer at a time: there, sends use the database thread (0).

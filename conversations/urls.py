@@ -18,6 +18,11 @@ urlpatterns = [
         name="conversation-detail",
     ),
     path(
+        "conversations/<uuid:conversation_id>/messages/<int:message_id>/",
+        chat.conversation_message,
+        name="conversation-message",
+    ),
+    path(
         "conversations/<uuid:conversation_id>/rename/",
         chat.conversation_rename_view,
         name="conversation-rename",

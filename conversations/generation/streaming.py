@@ -23,7 +23,7 @@ from conversations.generation.plans import ReplyPlan
 from conversations.generation.stopping import Stopping
 from conversations.models import Message
 from conversations.ops import metrics
-from conversations.services.text import make_storable
+from conversations.services.text import StorableDeltas
 
 logger = logging.getLogger("chatsite.generation")
 
@@ -57,6 +57,7 @@ class EngineRun:
         self._send = send
         self._background: set[asyncio.Task[Any]] = set()  # strong references, as for any task
         self._told_length = False  # the engine was told to stop at CHAT_MAX_REPLY_CHARS
+        self._storable = StorableDeltas()
 
     @property
     def result(self) -> StreamResult | None:
@@ -83,7 +84,9 @@ class EngineRun:
             if self._stopping.wanted:
                 await self.stream.stop()  # stopped while we were setting up
             await read_deltas(self.stream, self._on_delta, stopping=self._ends_early)
+            await self._show(self._storable.rest())
         except (EngineError, Stalled) as exc:
+            await self._show(self._storable.rest())  # the text shown so far is kept, whole
             detail = exc.detail if isinstance(exc, EngineError) else str(exc)
             logger.warning("engine error request_id=%s: %s", plan.request_id, detail)
             return Ending(Status.ERROR, str(exc) or exc.__class__.__name__, detail)
@@ -123,7 +126,12 @@ class EngineRun:
         self._observer.token()
         # What the tabs are sent is what the row can keep: the channel layer cannot carry a lone
         # surrogate either.
-        await self._feed.add(make_storable(delta))
+        await self._show(self._storable.feed(delta))
+
+    async def _show(self, text: str) -> None:
+        if not text:
+            return
+        await self._feed.add(text)
         if self._feed.text.full and not self._told_length:
             # Told as a Stop tells it; the text past the limit is not kept (see Coalescer).
             self._told_length = True

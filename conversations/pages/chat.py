@@ -1,5 +1,5 @@
-"""The chat pages: the list and its sidebar, a conversation's page and the forms on it (model and
-settings, title, delete), and the theme."""
+"""The chat pages: the list and its sidebar, a conversation's page, one of its messages, the forms
+on it (model and settings, title, delete), and the theme."""
 
 from dataclasses import dataclass
 
@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Page, Paginator
 from django.http import HttpResponse, HttpResponseBadRequest
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
@@ -28,7 +28,7 @@ from conversations.services.conversations import (
 )
 from conversations.services.errors import TooManyConversations
 from conversations.services.limits import check_create_allowed
-from conversations.types import AuthenticatedHttpRequest, ConversationId
+from conversations.types import AuthenticatedHttpRequest, ConversationId, MessageId
 
 SIDEBAR_PAGE_SIZE = 50
 
@@ -100,6 +100,19 @@ def conversation_detail(
 ) -> HttpResponse:
     conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
     return _detail_page(request, conversation)
+
+
+@login_required
+@require_GET
+def conversation_message(
+    request: AuthenticatedHttpRequest, conversation_id: ConversationId, message_id: MessageId
+) -> HttpResponse:
+    """One message's article, for a page whose socket could not carry it: a saved message too
+    long for a frame (CHAT_SOCKET_FRAME_BYTES) is sent as a placeholder that loads this."""
+    conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
+    message = get_object_or_404(conversation.messages, pk=message_id)
+    message.version = branches.version_of(message)
+    return render(request, "conversations/_message.html", {"m": message})
 
 
 MAX_CLIENT_CHARS = 60  # of a gateway client's User-Agent, in the header

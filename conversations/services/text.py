@@ -28,3 +28,24 @@ def make_storable(text: str) -> str:
     text = text.replace("\x00", "")
     # Through UTF-16, as a browser reads it: two surrogates that pair up make one character again.
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+class StorableDeltas:
+    """A stream's deltas made storable one by one, as make_storable would make their whole: a
+    surrogate pair an engine split across two deltas (JSON's \\ud83d, then \\ude00) is held
+    back until its second half comes, and is one character, not two U+FFFD."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, delta: str) -> str:
+        # NUL goes first, as make_storable drops it: it may stand between a pair's halves.
+        delta, self._held = (self._held + delta).replace("\x00", ""), ""
+        if delta and "\ud800" <= delta[-1] <= "\udbff":  # a high surrogate: a pair's first half
+            delta, self._held = delta[:-1], delta[-1]
+        return make_storable(delta)
+
+    def rest(self) -> str:
+        """What is held back once the stream has ended: a lone half, as U+FFFD."""
+        held, self._held = self._held, ""
+        return make_storable(held)

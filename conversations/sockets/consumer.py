@@ -28,7 +28,8 @@ from conversations.signals import user_group
 from conversations.sockets import slots
 from conversations.sockets.commands import Commands
 from conversations.sockets.frame_queue import BUSY, FrameQueue
-from conversations.sockets.renderers import JSON_SUBPROTOCOL, HtmlRenderer, JsonRenderer, Renderer
+from conversations.sockets.html_renderer import HtmlRenderer
+from conversations.sockets.renderers import JSON_SUBPROTOCOL, Frames, JsonRenderer, Renderer
 from conversations.sockets.session_watch import SessionWatch
 from conversations.sockets.stream import TabStream
 from conversations.sockets.throttle import SocketFrames
@@ -73,7 +74,12 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
             return
         json_mode = JSON_SUBPROTOCOL in self.scope.get("subprotocols", [])
         subprotocol = JSON_SUBPROTOCOL if json_mode else None
-        self.renderer = JsonRenderer() if json_mode else HtmlRenderer()
+        frame_bytes = settings.CHAT_SOCKET_FRAME_BYTES
+        self.renderer = (
+            JsonRenderer(frame_bytes)
+            if json_mode
+            else HtmlRenderer(opening.conversation.pk, frame_bytes)
+        )
         assert user.pk is not None  # a visible conversation means a signed-in user
         lease = await slots.lease(user.pk, self.channel_name)
         if lease is None:
@@ -216,8 +222,10 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         await self.channel_layer.group_discard(self.conversation.group_name, self.channel_name)
         await self.close(code=code)
 
-    async def _send(self, frame: str | None) -> None:
-        if frame is not None and not self.closing:
+    async def _send(self, frames: Frames) -> None:
+        for frame in frames:
+            if self.closing:
+                return
             await self.send(text_data=frame)
 
     async def _send_error(self, code: str, message: str) -> None:

@@ -19,7 +19,7 @@ from conversations.events.protocol import MessagePayload, message_payload
 from conversations.generation import recovery
 from conversations.models import Conversation
 from conversations.services import branches
-from conversations.sockets.renderers import Renderer
+from conversations.sockets.renderers import Frames, Renderer
 from conversations.sockets.tabs import Append, AskSnapshot, Replace, TabState
 from conversations.sockets.watchdog import Watchdog
 
@@ -27,14 +27,15 @@ logger = logging.getLogger("chatsite.socket")
 
 
 class TabStream:
-    """Shows one tab the branch and the replies of `conversation`: `send` takes each rendered
-    frame (None: nothing to show), and snapshots asked for arrive at `reply_channel`, the tab's."""
+    """Shows one tab the branch and the replies of `conversation`: `send` takes the frames each
+    event is rendered to (none: nothing to show), and snapshots asked for arrive at
+    `reply_channel`, the tab's."""
 
     def __init__(
         self,
         conversation: Conversation,
         renderer: Renderer,
-        send: Callable[[str | None], Awaitable[None]],
+        send: Callable[[Frames], Awaitable[None]],
         reply_channel: str,
     ) -> None:
         self.conversation = conversation

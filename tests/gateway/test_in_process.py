@@ -121,7 +121,7 @@ async def test_a_caller_without_a_token_is_refused(db: Any) -> None:
     assert json.loads(answer.parts[0])["error"]["code"] == "invalid_api_key"
 
 
-async def test_refused_calls_spend_no_conversation_budget(
+async def test_finding_17_refused_calls_spend_no_conversation_budget(
     alice: Any, alice_key: str, settings: Any
 ) -> None:
     settings.CHAT_SENDS_PER_MINUTE = 1

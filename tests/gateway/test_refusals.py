@@ -129,7 +129,7 @@ async def test_each_call_counts_as_a_new_conversation(
     assert error_of(refused.value)["code"] == "too_many_conversations"
 
 
-async def test_calls_refused_as_too_many_active_spend_no_conversation_budget(
+async def test_finding_17_calls_refused_as_too_many_active_spend_no_conversation_budget(
     gateway: Callable[..., Gateway], alice: Any, alice_key: str
 ) -> None:
     server = gateway(

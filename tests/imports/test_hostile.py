@@ -174,7 +174,7 @@ def understated(data: bytes, *, zip64: bool) -> bytes:
 
 
 @pytest.mark.parametrize("zip64", [False, True], ids=["end record", "zip64 end record"])
-def test_a_zip_whose_end_record_understates_its_files_is_refused_from_its_directory(
+def test_finding_3_a_zip_whose_end_record_understates_its_files_is_refused_from_its_directory(
     alice: Any, monkeypatch: pytest.MonkeyPatch, zip64: bool
 ) -> None:
     monkeypatch.setattr(zips, "MAX_ZIP_MEMBERS", 10)

@@ -55,7 +55,9 @@ SHAPES: dict[str, tuple[Callable[[int], dict[str, Any]], Any]] = {
 
 @pytest.mark.timeout(30)  # a backstop: linear work takes a few seconds, a quadratic walk minutes
 @pytest.mark.parametrize("shape", SHAPES)
-def test_a_long_chain_of_nodes_not_kept_imports_in_seconds(alice: Any, shape: str) -> None:
+def test_finding_1_a_long_chain_of_nodes_not_kept_imports_in_seconds(
+    alice: Any, shape: str
+) -> None:
     build, _ = SHAPES[shape]
 
     report = imported(alice, as_json([build(LONG_CHAIN)]))
@@ -83,7 +85,7 @@ class CountedKey(str):
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-def test_the_walk_up_a_chain_compares_each_node_a_bounded_number_of_times(
+def test_finding_1_the_walk_up_a_chain_compares_each_node_a_bounded_number_of_times(
     alice: Any, monkeypatch: pytest.MonkeyPatch, shape: str
 ) -> None:
     length = 2_000

@@ -78,7 +78,7 @@ def delete_all(owner: Any, page: Client) -> set[int]:
 
 @pytest.mark.parametrize("place", ["conversation", "message"])
 @pytest.mark.parametrize("when", OUT_OF_RANGE)
-def test_a_time_out_of_range_in_utc_is_refused_and_every_page_still_answers(
+def test_finding_2_a_time_out_of_range_in_utc_is_refused_and_every_page_still_answers(
     alice: Any, when: str, place: str
 ) -> None:
     page, api = answers(alice)
@@ -126,7 +126,7 @@ def test_times_at_the_ends_of_the_range_import(alice: Any) -> None:
     ("first_token_at", "ttft_ms"),
     [("0001-01-02T00:00:00Z", 2 * 86_400_000), ("2024-03-01T09:00:00Z", 1e300)],
 )
-def test_a_time_to_first_token_that_leads_out_of_range_is_refused(
+def test_finding_2_a_time_to_first_token_that_leads_out_of_range_is_refused(
     alice: Any, first_token_at: str, ttft_ms: float
 ) -> None:
     """chatsite's export gives a reply's time to first token; the moment its engine was ready

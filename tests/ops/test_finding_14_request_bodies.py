@@ -66,7 +66,7 @@ async def post(application: Any, path: str, body: Body, *, declared: bool) -> ht
     return response
 
 
-async def test_a_declared_length_over_the_limit_is_refused_before_a_byte_is_read(
+async def test_finding_14_a_declared_length_over_the_limit_is_refused_before_a_byte_is_read(
     application: Any,
 ) -> None:
     body = Body(300 * MB)
@@ -80,7 +80,9 @@ async def test_a_declared_length_over_the_limit_is_refused_before_a_byte_is_read
     }
 
 
-async def test_a_streamed_body_is_cut_off_once_it_passes_the_limit(application: Any) -> None:
+async def test_finding_14_a_streamed_body_is_cut_off_once_it_passes_the_limit(
+    application: Any,
+) -> None:
     body = Body(8 * MB)
     response = await post(application, "/v1/chat/completions", body, declared=False)
 
@@ -153,7 +155,7 @@ def parsed(answer: bytes) -> tuple[int, dict[str, str], bytes]:
 @pytest.mark.processes
 @NEEDS_SHARED_SERVICES
 @pytest.mark.parametrize("asgi_server", ASGI_SERVERS)
-def test_the_servers_refuse_before_reading_and_leave_forms_to_the_application(
+def test_finding_14_the_servers_refuse_before_reading_and_leave_forms_to_the_application(
     alice: Any, tmp_path: Path, asgi_server: str
 ) -> None:
     key = api_token_create(user=alice, name="bodies")[1]

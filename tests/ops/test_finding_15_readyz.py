@@ -63,7 +63,7 @@ def staff_client() -> Client:
     return client
 
 
-def test_it_names_no_model_but_to_staff(settings: Any, alice: Any) -> None:
+def test_finding_15_it_names_no_model_but_to_staff(settings: Any, alice: Any) -> None:
     with counting_upstream() as (base_url, _):
         declare(settings, base_url)
         signed_in = Client()
@@ -80,7 +80,7 @@ def test_it_names_no_model_but_to_staff(settings: Any, alice: Any) -> None:
         }
 
 
-def test_it_asks_a_model_s_server_once_in_a_few_seconds(
+def test_finding_15_it_asks_a_model_s_server_once_in_a_few_seconds(
     settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     now = [1000.0]

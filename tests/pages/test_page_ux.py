@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from conversations.events.protocol import message_payload
 from conversations.models import Conversation, Message, UserPreferences
-from conversations.sockets.renderers import HtmlRenderer
+from conversations.sockets.html_renderer import HtmlRenderer
 
 pytestmark = [pytest.mark.django_db]
 
@@ -144,7 +144,9 @@ def test_a_reply_re_rendered_from_its_finished_event_shows_the_same_details(
     alice: Any, conversation: Conversation
 ) -> None:
     reply = finished_reply(conversation, cancelled_by="alice", status=Message.Status.CANCELLED)
-    fragment = HtmlRenderer().finished(message_payload(reply))
+    (fragment,) = HtmlRenderer(conversation.pk, frame_bytes=512 * 1024).finished(
+        message_payload(reply)
+    )
     assert "First token after 250 ms" in fragment
     assert "40.0 tokens/s" in fragment
     assert "Stopped by alice after 120 tokens" in fragment

@@ -437,3 +437,46 @@ def test_axe_finds_no_serious_violations(
     new_conversation(page)
     expect(page.locator(".empty-chat")).to_be_visible()
     assert serious_violations(page) == []
+
+
+# Runs in the server's environment: a conversation of alice's whose reply is rendered to over
+# daphne's 1 MiB (each `"` is six bytes once escaped, and the page holds the reply twice).
+LONG_REPLY_SCRIPT = """
+import json, django
+django.setup()
+from django.contrib.auth import get_user_model
+from conversations.models import Conversation, Message
+alice = get_user_model().objects.get(username="alice")
+conversation = Conversation.objects.create(owner=alice, title="A long reply")
+question = Message.objects.create(conversation=conversation, role="user", content="Quote it all")
+reply = Message.objects.create(
+    conversation=conversation, role="assistant", content='"quoted" ' * 40000 + "The end.",
+    status="complete", parent=question,
+)
+Conversation.objects.filter(pk=conversation.pk).update(current_leaf=reply)
+print(json.dumps({"url": conversation.get_absolute_url(), "reply": f"msg-{reply.pk}"}))
+"""
+
+
+def test_finding_5_a_reply_too_long_for_a_frame_is_loaded_and_the_chat_goes_on(
+    server: Server, open_page: Callable[..., Page]
+) -> None:
+    """The socket's first frame, the saved reply, would be over daphne's limit: it comes as a
+    placeholder that loads the reply over HTTP, and the socket stays open for the next send."""
+    seeded = server.run_script(LONG_REPLY_SCRIPT)
+    page = open_page(DESKTOP)
+    with page.expect_response(re.compile(r"/messages/\d+/$")) as loaded:
+        page.goto(server.base + seeded["url"])
+    assert loaded.value.status == 200
+    reply = page.locator(f"#{seeded['reply']}")
+    expect(reply).to_have_attribute("data-status", "complete")
+    expect(page.locator("article.loading")).to_have_count(0)
+    assert reply.locator(".body").evaluate("body => body.textContent.trim()").endswith("The end.")
+    box = page.locator("#message-box")
+    box.fill("Thanks")
+    box.press("Enter")
+    expect(page.locator("#messages .message.user")).to_have_count(2)
+    wait_for_growth(page, latest_reply_id(page), 0)
+    page.get_by_role("button", name="Stop").click()
+    expect(page.locator(f"#{latest_reply_id(page)}")).to_have_attribute("data-status", "cancelled")
+    expect(page.locator("#connection-status")).to_be_hidden()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import re
 import time
+import uuid
 from html.parser import HTMLParser
 from typing import Any
 
@@ -19,7 +20,7 @@ from django.test import Client
 
 from conversations.models import Conversation, Message
 from conversations.pages.markdown import closed_length, render_markdown, streaming_parts
-from conversations.sockets.renderers import HtmlRenderer
+from conversations.sockets.html_renderer import HtmlRenderer
 
 PYTHON = "```python\ndef add(a, b):\n    return a + b  # the sum\n```\n"
 TABLE = "| Engine | Tokens/s |\n|:-------|---------:|\n| vLLM | 95.5 |\n| llama.cpp | 31 |\n"
@@ -306,10 +307,10 @@ HOSTILE_STREAMS = [
 
 
 def test_a_tab_re_renders_the_body_only_when_a_block_is_completed() -> None:
-    renderer = HtmlRenderer()
+    renderer = HtmlRenderer(uuid.uuid4(), frame_bytes=512 * 1024)
     renderer.snapshot(7, "Intro")
-    appended = renderer.delta(7, 5, " goes on")
+    (appended,) = renderer.delta(7, 5, " goes on")
     assert 'id="msg-7-writing" hx-swap-oob="beforeend"' in appended
-    rewritten = renderer.delta(7, 13, ".\n\nNext")
+    (rewritten,) = renderer.delta(7, 13, ".\n\nNext")
     assert 'id="msg-7-body" hx-swap-oob="innerHTML"' in rewritten
     assert "<p>Intro goes on.</p>" in rewritten and ">Next</div>" in rewritten

@@ -28,7 +28,7 @@ def distinct_words(count: int) -> list[str]:
     return ["".join(word) for word in itertools.islice(letters, count)]
 
 
-def test_a_reply_of_a_megabyte_of_distinct_words_is_saved_and_found_by_its_beginning(
+def test_finding_7_a_reply_of_a_megabyte_of_distinct_words_is_saved_and_found_by_its_beginning(
     alice: Any,
 ) -> None:
     conversation = chat(alice, "Long", "Go on")

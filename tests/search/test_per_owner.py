@@ -79,7 +79,7 @@ def titles(user: Any, text: str) -> list[str]:
     return [hit.conversation.title for hit in search.search(user, text).hits]
 
 
-def test_a_query_reads_only_the_callers_messages_however_many_others_match(
+def test_finding_11_a_query_reads_only_the_callers_messages_however_many_others_match(
     crowded: Any,
 ) -> None:
     alice = crowded
@@ -93,7 +93,7 @@ def test_a_query_reads_only_the_callers_messages_however_many_others_match(
             assert len(cursor.fetchall()) == 3
 
 
-def test_the_api_filter_reads_only_the_callers_messages(crowded: Any) -> None:
+def test_finding_11_the_api_filter_reads_only_the_callers_messages(crowded: Any) -> None:
     alice = crowded
     matching = search.filter_matching(Conversation.objects.visible_to(alice), "zeppelin")
     assert matching.count() == 3

@@ -7,12 +7,10 @@ conversations.sockets.frames, so the two can disagree and fail the test.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
-import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -24,6 +22,7 @@ from hypothesis import strategies as st
 
 from conversations.models import Conversation, Message
 from tests.support.db import close_worker_connections
+from tests.support.loop_thread import LoopThread
 from tests.support.sockets import Socket, conversation_communicator, signed_in_session
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -156,35 +155,6 @@ def db_state() -> DbState:
         messages=list(Message.objects.order_by("pk").values_list()),
         conversations=list(Conversation.objects.order_by("pk").values_list()),
     )
-
-
-class LoopThread:
-    """An event loop that keeps running between examples, in a thread of its own.
-
-    Hypothesis calls the test once per frame; if the socket's loop only ran during those calls,
-    every pause between them would stall the consumer's reads from Redis until they time out.
-    """
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
-
-    def close(self) -> None:
-        self.run(_cancel_other_tasks())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=10)
-        self.loop.close()
-
-
-async def _cancel_other_tasks() -> None:
-    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 @dataclass(repr=False)

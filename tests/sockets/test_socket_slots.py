@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +12,7 @@ from autobahn.exception import PayloadExceededError
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
-from daphne.server import Server
 from websockets.asyncio.client import ClientConnection
-from websockets.asyncio.client import connect as websocket_connect
 from websockets.exceptions import ConnectionClosed
 
 from conversations.models import Conversation, Message
@@ -24,12 +21,18 @@ from conversations.sockets.consumer import CLOSE_TOO_MANY_SOCKETS
 from conversations.sockets.routing import websocket_urlpatterns
 from tests.support.servers import (
     NEEDS_SHARED_SERVICES,
-    ServerProcess,
     open_socket,
     servers,
     session_cookie,
 )
-from tests.support.sockets import LiveSocket, conversation_communicator, signed_in_session
+from tests.support.sockets import (
+    DAPHNE_MAX_MESSAGE_BYTES,
+    LiveSocket,
+    conversation_communicator,
+    open_page_socket,
+    refusing_frames_as_daphne_does,
+    signed_in_session,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -98,32 +101,9 @@ async def test_the_limit_holds_across_processes(
                 assert await answers(LiveSocket(again))
 
 
-# Daphne refuses to send a message longer than this (its default, which chatsite keeps).
-DAPHNE_MAX_MESSAGE_BYTES: int = (
-    inspect.signature(Server).parameters["websocket_max_message_size"].default
-)
-
-
-def refusing_frames_as_daphne_does(application: Any) -> Any:
-    """`application` behind daphne's rule for outgoing frames: one over its limit raises
-    autobahn's PayloadExceededError in the handler that sends it."""
-
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        async def send_within_the_limit(message: dict[str, Any]) -> None:
-            size = len((message.get("text") or "").encode())
-            if message["type"] == "websocket.send" and size > DAPHNE_MAX_MESSAGE_BYTES:
-                raise PayloadExceededError(
-                    f"tried to send WebSocket message with size {size} exceeding payload "
-                    f"limit of {DAPHNE_MAX_MESSAGE_BYTES} octets"
-                )
-            await send(message)
-
-        await application(scope, receive, send_within_the_limit)
-
-    return app
-
-
 async def conversation_with_a_reply_too_big_to_send(owner: Any) -> Conversation:
+    """A reply over daphne's limit; the tests that send it raise CHAT_SOCKET_FRAME_BYTES above
+    that limit, so the frame it is rendered to is one the server refuses and the handler crashes."""
     too_big: Conversation = await database_sync_to_async(Conversation.objects.create)(owner=owner)
     await database_sync_to_async(Message.objects.create)(
         conversation=too_big,
@@ -140,13 +120,14 @@ async def codes_answered(sockets: list[Any]) -> list[str]:
     return [(await socket.receive())["code"] for socket in sockets]
 
 
-async def test_a_handler_that_crashes_frees_its_socket_slot(
+async def test_finding_5_a_handler_that_crashes_frees_its_socket_slot(
     connect: Any, alice: Any, conversation: Conversation, settings: Any
 ) -> None:
     """A socket whose handler raises (here: the opening frame of a conversation whose last
     reply is over the server's frame limit) ends without Channels calling disconnect(); its
     slot is free all the same, however many crash."""
     settings.CHAT_SOCKETS_PER_USER = 3
+    settings.CHAT_SOCKET_FRAME_BYTES = 8 * DAPHNE_MAX_MESSAGE_BYTES
     too_big = await conversation_with_a_reply_too_big_to_send(alice)
     session_key = await database_sync_to_async(signed_in_session)(alice)
     application = refusing_frames_as_daphne_does(URLRouter(websocket_urlpatterns))
@@ -174,7 +155,7 @@ async def how_it_ends(communicator: WebsocketCommunicator) -> str:
     return "crashed" if isinstance(ended, PayloadExceededError) else f"ended with {ended!r}"
 
 
-async def test_a_socket_whose_task_is_cancelled_frees_its_slot(
+async def test_finding_5_a_socket_whose_task_is_cancelled_frees_its_slot(
     connect: Any, alice: Any, conversation: Conversation, settings: Any
 ) -> None:
     """A socket whose task is cancelled (daphne cancels one still running a while after its
@@ -200,15 +181,18 @@ async def cancelled_task(communicator: WebsocketCommunicator) -> None:
 
 @pytest.mark.processes
 @NEEDS_SHARED_SERVICES
-async def test_sockets_that_crash_on_a_live_server_free_their_slots(
+async def test_finding_5_sockets_that_crash_on_a_live_server_free_their_slots(
     alice: Any, conversation: Conversation, tmp_path: Path
 ) -> None:
-    """Daphne itself refuses the frame over its limit: the handler sending it crashes, the
-    client is closed with 1011, and the slot is free again."""
+    """Daphne itself refuses the frame over its limit (CHAT_SOCKET_FRAME_BYTES set above it):
+    the handler sending it crashes, the client is closed with 1011, and the slot is free again."""
     too_big = await conversation_with_a_reply_too_big_to_send(alice)
     cookie = await database_sync_to_async(session_cookie)(alice)
     cap = 2
-    with servers(1, tmp_path, CHAT_SOCKETS_PER_USER=cap) as (server,):
+    over_the_limit = 8 * DAPHNE_MAX_MESSAGE_BYTES
+    with servers(
+        1, tmp_path, CHAT_SOCKETS_PER_USER=cap, CHAT_SOCKET_FRAME_BYTES=over_the_limit
+    ) as (server,):
         for crash in range(1, 2 * cap + 1):
             async with open_page_socket(server, too_big.pk, cookie) as crashing:
                 assert await how_the_server_ends(crashing) == "closed 1011", f"crash {crash}"
@@ -218,15 +202,6 @@ async def test_sockets_that_crash_on_a_live_server_free_their_slots(
         ):
             sockets = [LiveSocket(first), LiveSocket(second)]
             assert await codes_answered(sockets) == ["nothing_to_cancel"] * cap
-
-
-def open_page_socket(server: ServerProcess, conversation_id: Any, cookie: str) -> Any:
-    """A socket as the conversation's page opens it: HTML fragments, sent the latest reply."""
-    return websocket_connect(
-        f"ws://127.0.0.1:{server.port}/ws/conversations/{conversation_id}/",
-        additional_headers={"Cookie": cookie, "Origin": server.origin},
-        open_timeout=10,
-    )
 
 
 async def how_the_server_ends(connection: ClientConnection) -> str:

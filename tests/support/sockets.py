@@ -8,15 +8,19 @@ the JSON subprotocol and share `receive_until`.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from collections.abc import Callable
 from typing import Any
 
+from autobahn.exception import PayloadExceededError
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
+from daphne.server import Server
 from django.contrib.sessions.backends.db import SessionStore
 from django.test import Client
 from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import connect as websocket_connect
 
 from conversations.sockets.renderers import JSON_SUBPROTOCOL
 from conversations.sockets.routing import websocket_urlpatterns
@@ -141,3 +145,37 @@ def conversation_communicator(
     communicator.scope["user"] = user
     communicator.scope["session"] = SessionStore(session_key)
     return communicator
+
+
+# Daphne refuses to send a message longer than this (its default, which chatsite keeps).
+DAPHNE_MAX_MESSAGE_BYTES: int = (
+    inspect.signature(Server).parameters["websocket_max_message_size"].default
+)
+
+
+def refusing_frames_as_daphne_does(application: Any) -> Any:
+    """`application` behind daphne's rule for outgoing frames: one over its limit raises
+    autobahn's PayloadExceededError in the handler that sends it."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        async def send_within_the_limit(message: dict[str, Any]) -> None:
+            size = len((message.get("text") or "").encode())
+            if message["type"] == "websocket.send" and size > DAPHNE_MAX_MESSAGE_BYTES:
+                raise PayloadExceededError(
+                    f"tried to send WebSocket message with size {size} exceeding payload "
+                    f"limit of {DAPHNE_MAX_MESSAGE_BYTES} octets"
+                )
+            await send(message)
+
+        await application(scope, receive, send_within_the_limit)
+
+    return app
+
+
+def open_page_socket(server: Any, conversation_id: Any, cookie: str) -> Any:
+    """A socket as the conversation's page opens it: HTML fragments, sent the latest reply."""
+    return websocket_connect(
+        f"ws://127.0.0.1:{server.port}/ws/conversations/{conversation_id}/",
+        additional_headers={"Cookie": cookie, "Origin": server.origin},
+        open_timeout=10,
+    )
