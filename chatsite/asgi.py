@@ -15,6 +15,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from chatsite import daphne_backpressure, daphne_bodies  # noqa: E402
 from chatsite.body_limits import BodyLimit  # noqa: E402
+from chatsite.client_left import ClientLeft  # noqa: E402
 from chatsite.origins import OriginValidator  # noqa: E402
 from chatsite.socket_opens import SocketOpenLimit  # noqa: E402
 from conversations.engines import close_engines  # noqa: E402
@@ -59,8 +60,9 @@ close_engines_on_sigterm()
 application = ProtocolTypeRouter(
     {
         # A body over its route's limit is refused before Django reads it: see
-        # chatsite/body_limits.py (and chatsite/daphne_bodies.py, as daphne reads it first).
-        "http": BodyLimit(django_asgi_app),
+        # chatsite/body_limits.py (and chatsite/daphne_bodies.py, as daphne reads it first). A
+        # request's scope says when its client left: see chatsite/client_left.py.
+        "http": BodyLimit(ClientLeft(django_asgi_app)),
         # The origin check refuses sockets opened by pages on other origins (cross-site hijacking),
         # including the same host on another port or scheme: see chatsite/origins.py. A client
         # opening socket after socket is refused before any query: see chatsite/socket_opens.py.

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations.imports import FORMATS
+from conversations.imports.departure import client_left
 from conversations.imports.importer import ImportedConversation, check_request_size
 from conversations.imports.slots import ImportBusy
 from conversations.imports.source import ImportLimited, ImportRefused
@@ -164,6 +165,7 @@ class ImportCreate(APIView):
                 upload=params["file"],
                 fmt=params.get("format") or None,
                 keep_partial=params["keep_partial"],
+                client_left=client_left(request),
             )
         except ImportRefused as exc:
             return refused(exc)

@@ -16,7 +16,7 @@ a file again adds only what is new.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -25,10 +25,12 @@ from django.utils import timezone
 
 from conversations.engines import specs
 from conversations.imports import FORMATS, Format, chatsite, detect
+from conversations.imports.departure import never
 from conversations.imports.limits import Limits, too_large
 from conversations.imports.reading import BoundedReader, json_values
 from conversations.imports.slots import Lease, import_slot
 from conversations.imports.source import (
+    ClientLeft,
     ConversationRefused,
     ImportRefused,
     SourceConversation,
@@ -100,6 +102,7 @@ def import_history(
     fmt: str | None = None,
     keep_partial: bool = False,
     limits: Limits | None = None,
+    client_left: Callable[[], bool] = never,
 ) -> ImportReport:
     """Import the export in `file` (binary, seekable) into `owner`'s history.
 
@@ -107,12 +110,15 @@ def import_history(
     with nothing written, when the file cannot be imported (too large, not JSON, a zip bomb, an
     unknown format) or, unless keep_partial, when any conversation of it cannot; ImportBusy,
     before reading any of it, while another import of the owner's runs or this process runs
-    CHAT_IMPORTS_AT_ONCE (conversations.imports.slots).
+    CHAT_IMPORTS_AT_ONCE (conversations.imports.slots); ClientLeft, between two
+    conversations, once `client_left()` says the client that sent the file is gone (unless
+    keep_partial, nothing is kept).
     """
     if fmt is not None and fmt not in FORMATS:
         raise ImportRefused("bad_format", f"Choose a format among {', '.join(FORMATS)}.")
     with import_slot(user_id=owner.pk) as lease:
         importer = _Importer(owner, limits or Limits.from_settings(), fmt, keep_partial, lease)
+        importer.client_left = client_left
         _run(importer, file)
     return importer.report
 
@@ -146,6 +152,7 @@ class _Importer:
         self.report = ImportReport()
         self.seen: set[str] = set()
         self.writer = ConversationWriter(owner, timezone.now())
+        self.client_left: Callable[[], bool] = never
 
     def run(self, values: Any, reader: BoundedReader) -> None:
         number = 1
@@ -157,6 +164,8 @@ class _Importer:
                     f"The file holds more than {self.limits.max_conversations:,} conversations; "
                     "split it, or import it in parts.",
                 )
+            if self.client_left():
+                raise ClientLeft()
             self.lease.renew()
             self.one(value, number)
             number += 1

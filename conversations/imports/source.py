@@ -31,6 +31,15 @@ class ImportRefused(Exception):
         self.message = message
 
 
+class ClientLeft(ImportRefused):
+    """The client that sent the file left before the import ended: it stopped there."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "client_left", "The import stopped: the client that sent the file is gone."
+        )
+
+
 class ImportLimited(ImportRefused):
     """The user has started CHAT_IMPORTS_PER_HOUR imports this hour; `retry_after` seconds on,
     they may start another."""

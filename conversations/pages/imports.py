@@ -11,6 +11,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from conversations.imports import FORMATS
+from conversations.imports.departure import client_left
 from conversations.imports.importer import ImportReport, check_request_size
 from conversations.imports.slots import ImportBusy
 from conversations.imports.source import ImportLimited, ImportRefused
@@ -56,6 +57,7 @@ def _import(request: AuthenticatedHttpRequest) -> HttpResponse:
             upload=form.cleaned_data["file"],
             fmt=form.cleaned_data["format"] or None,
             keep_partial=form.cleaned_data["keep_partial"],
+            client_left=client_left(request),
         )
     except (ImportLimited, ImportBusy) as exc:
         response = _page(request, error=exc.message, status=429)
