@@ -11,7 +11,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/chatsite
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: install install-dev run test test-services test-defaults test-vllm lint bench bench-search
+.PHONY: install install-dev run test test-services test-defaults test-vllm lint bench bench-costs bench-search
 
 # `make run` needs the runtime packages only (prebuilt wheels: about a minute on a fresh clone);
 # tests, lint and the bench add the dev extra, which compiles llama-cpp-python (about ten minutes).
@@ -67,10 +67,18 @@ lint: install-dev
 
 # The quick benchmark (about two minutes on 2 cores): table on stdout, JSON and plots under
 # bench/results/quick/. BENCH_ARGS="--mode full" for the ten-minute run; see `$(PY) -m bench --help`.
+# Then the costs of imports and exports (bench-costs, below) into bench/results/costs.json.
 bench: install-dev
 	$(PY) -m bench $(BENCH_ARGS)
+	$(PY) -m bench.costs --json bench/results/costs.json
+
+# What one account's file or history costs: import time per node, memory per import and per
+# export page, on PostgreSQL (database chatsite_costs_bench; under a minute).
+bench-costs: install-dev
+	$(PY) -m bench.costs $(BENCH_ARGS)
 
 # Search over one user's 10,000 conversations and 200,000 messages on PostgreSQL (database
-# chatsite_search_bench, seeded once, about a minute); see `$(PY) -m bench.search --help`.
+# chatsite_search_bench, seeded once, about a minute); see `$(PY) -m bench.search --help`
+# (BENCH_ARGS="--other-messages 200000": with a second user's history beside it).
 bench-search: install-dev
 	$(PY) -m bench.search $(BENCH_ARGS)

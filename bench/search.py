@@ -3,6 +3,7 @@ from the most common to none at all.
 
     python -m bench.search                       # seeds the history once, then measures
     python -m bench.search --repeat 50 --json bench/results/search.json
+    python -m bench.search --other-messages 200000   # with a second user's 200,000 messages
 
 It times conversations.search.search() in this process (the page's search: the ranked query,
 then the page's snippets, titles and branches) and the API's exact filter with its count, and
@@ -46,6 +47,14 @@ def main() -> None:
     parser.add_argument("--user", default="search-bench")
     parser.add_argument("--conversations", type=int, default=10_000)
     parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument(
+        "--other-messages",
+        type=int,
+        default=0,
+        help="messages of a second user (--other-user), searched past: a query's cost should "
+        "not grow with them",
+    )
+    parser.add_argument("--other-user", default="search-bench-other")
     parser.add_argument("--repeat", type=int, default=30, help="timed runs per term")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
@@ -61,11 +70,14 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0, interactive=False)
-    user = _seeded_user(args)
+    user = _seeded_user(args.user, args.conversations, args.messages)
+    if args.other_messages:
+        _seeded_user(args.other_user, max(1, args.other_messages // 20), args.other_messages)
     report = {
         "database": _vendor(),
         "conversations": args.conversations,
         "messages": args.messages,
+        "other_user_messages": _messages_of_others(user),
         "terms": [_measure(user, term, meaning, args.repeat) for term, meaning in TERMS],
     }
     _print(report)
@@ -80,28 +92,31 @@ def _vendor() -> str:
     return connection.vendor
 
 
-def _seeded_user(args: argparse.Namespace) -> Any:
+def _messages_of_others(user: Any) -> int:
+    from conversations.models import Message
+
+    return Message.objects.exclude(conversation__owner=user).count()
+
+
+def _seeded_user(username: str, conversations: int, messages: int) -> Any:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection
 
     from conversations.models import Conversation, Message
 
-    user = get_user_model().objects.filter(username=args.user).first()
+    user = get_user_model().objects.filter(username=username).first()
     has = (
         Conversation.objects.filter(owner=user).count(),
         Message.objects.filter(conversation__owner=user).count(),
     )
-    if user is None or has != (args.conversations, args.messages):
+    if user is None or has != (conversations, messages):
         started = time.monotonic()
         call_command(
-            "seed_search_data",
-            user=args.user,
-            conversations=args.conversations,
-            messages=args.messages,
+            "seed_search_data", user=username, conversations=conversations, messages=messages
         )
-        print(f"seeded in {time.monotonic() - started:.0f} s")
-        user = get_user_model().objects.get(username=args.user)
+        print(f"seeded {username} in {time.monotonic() - started:.0f} s")
+        user = get_user_model().objects.get(username=username)
     if connection.vendor == "postgresql":
         # What autovacuum does to new rows (statistics, the visibility map), before measuring.
         with connection.cursor() as cursor:
@@ -169,7 +184,8 @@ def _plan(owner_id: int, term: str) -> str:
 def _print(report: dict[str, Any]) -> None:
     print(
         f"\n{report['database']}: {report['conversations']:,} conversations, "
-        f"{report['messages']:,} messages of one user. Times in ms: p50 / p95 / max.\n"
+        f"{report['messages']:,} messages of one user; other users' messages: "
+        f"{report['other_user_messages']:,}. Times in ms: p50 / p95 / max.\n"
     )
     print(f"| {'query':<16} | {'what':<34} | found | page search        | API count          |")
     print(f"| {'-' * 16} | {'-' * 34} | ----- | ------------------ | ------------------ |")

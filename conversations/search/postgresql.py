@@ -101,7 +101,7 @@ WITH hits AS MATERIALIZED (
     FROM conversations_message m
     JOIN conversations_conversation c ON c.id = m.conversation_id
     WHERE m.search_owner_id = %s AND c.owner_id = %s AND m.search_vector @@ {q}
-    ORDER BY {order} DESC
+    ORDER BY {order}
     LIMIT %s
 ), in_messages AS (
     SELECT conversation_id, max(updated_at) AS updated_at, sum(rank) AS rank,
@@ -129,11 +129,12 @@ def ranked_sql(
 ) -> tuple[str, list[Any]]:
     """The page's query and its parameters (the benchmark EXPLAINs it)."""
     q, q_params = tsquery(text)
-    # "m.id + 0" is not the primary key's order, so the planner cannot walk it: it takes the
-    # GIN index, then sorts what it found.
-    sql = _RANKED.format(
-        q=q, title_vector=VECTOR.format("title"), order="m.id" if recent_first else "m.id + 0"
-    )
+    # Newest first walks the owner's messages in their (owner, -id) index (migration 0013: by
+    # the id, the planner walked the primary key, everyone's newer messages first). "m.id + 0"
+    # is no index's order, so the planner cannot walk one: it takes the GIN index, then sorts
+    # what it found.
+    order = "- m.id" if recent_first else "m.id + 0 DESC"
+    sql = _RANKED.format(q=q, title_vector=VECTOR.format("title"), order=order)
     window = window_for(text)
     params = [
         owner_id, owner_id, *q_params, window,  # hits

@@ -97,7 +97,7 @@ def test_0012_indexes_a_prefix_by_owner_and_reverses_to_0010s_indexes(
     conversation = chat(alice, "Airships", "the zeppelin")
     assert index_columns() == {
         "conversations_message_search": "gin (search_owner_id, search_vector)",
-        "conversations_message_search_newest": "btree (search_owner_id, id)",
+        "conversations_message_search_newest": "btree (search_owner_id, ((- id)))",  # 0013
         "conversations_conversation_title_search": "gin (owner_id, to_tsvector('simple'::regconfig,"
         " translate((title)::text, '<>'::text, '  '::text)))",
         "search_vector": "\nCASE\n    WHEN ((status)::text = ANY ((ARRAY['pending'::character"

@@ -93,6 +93,26 @@ def test_finding_11_a_query_reads_only_the_callers_messages_however_many_others_
             assert len(cursor.fetchall()) == 3
 
 
+def test_finding_11_a_common_word_walks_the_owners_messages_not_everyones_newer_ones(
+    users: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Half the messages alice's, the newer half bob's, a word in all of them: walking the
+    newest first, by the id alone, the planner took the primary key (owners spread evenly over
+    the ids, it reckoned) and read bob's messages before it reached any of alice's."""
+    monkeypatch.setattr(postgresql, "WINDOW", 20)
+    alice, bob = users["alice"], users["bob"]
+    make_history(alice, 150, 10, " the zeppelin", title="alice")
+    make_history(bob, 150, 10, " the zeppelin", title="bob")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE conversations_message")
+        cursor.execute("ANALYZE conversations_conversation")
+    sql, params = search.ranked_sql(alice.pk, "zeppelin", 0, recent_first=True)
+    assert reads_beyond_the_owner(explained(sql, params)) == []
+    assert {hit.conversation.owner_id for hit in search.search(alice, "zeppelin").hits} == {
+        alice.pk
+    }
+
+
 def test_finding_11_the_api_filter_reads_only_the_callers_messages(crowded: Any) -> None:
     alice = crowded
     matching = search.filter_matching(Conversation.objects.visible_to(alice), "zeppelin")

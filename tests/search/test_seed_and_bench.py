@@ -49,12 +49,14 @@ def test_the_benchmark_measures_every_term(tmp_path: Path, db: Any) -> None:
     with server_database(tmp_path) as database_url:
         run = subprocess.run(
             [sys.executable, "-m", "bench.search", "--database-url", database_url,
-             "--conversations", "20", "--messages", "200", "--repeat", "2", "--json", str(out)],
+             "--conversations", "20", "--messages", "200", "--repeat", "2", "--json", str(out),
+             "--other-messages", "40"],
             cwd=ROOT, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads(out.read_text())
     assert (report["conversations"], report["messages"]) == (20, 200)
+    assert report["other_user_messages"] == 40  # a second user's, searched past
     assert [t["term"] for t in report["terms"]][-1] == "zzyzx"
     for term in report["terms"]:
         page = term["page_ms"]
