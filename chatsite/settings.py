@@ -59,6 +59,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Each signed-in session's "last seen", for the account page.
+    "conversations.pages.account.SeenMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -104,8 +106,11 @@ LOGOUT_REDIRECT_URL = "login"
 # Axes' backend comes first: a locked-out login is refused before ModelBackend hashes the password.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's ModelBackend, kept to superusers by CHAT_PASSWORD_LOGIN=0.
+    "conversations.services.password_login.PasswordBackend",
 ]
+# Local passwords: off (0) for everyone but superusers, when people sign in another way.
+CHAT_PASSWORD_LOGIN = env_bool("CHAT_PASSWORD_LOGIN", True)
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 LOGIN_COOLOFF_MINUTES = env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1)
 AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT

@@ -11,6 +11,8 @@ class ConversationsConfig(AppConfig):
     def ready(self) -> None:
         from conversations import checks, signals  # noqa: F401 - registers them
         from conversations.engines import specs  # registers its setting_changed receiver
+        from conversations.generation import deprovision  # noqa: F401 - its receivers
+        from conversations.services import accounts  # noqa: F401 - its receiver
 
         # A bad CHAT_MODELS entry stops start-up here, with a message that names it.
         specs.declared_models()

@@ -20,6 +20,7 @@ from django.http import HttpRequest
 
 from conversations.events import broadcast
 from conversations.events.protocol import SessionsChanged
+from conversations.models import SignIn
 
 logger = logging.getLogger("chatsite.sessions")
 
@@ -62,6 +63,7 @@ def _user_saved(
 
 @receiver(post_delete, sender=Session)
 def _session_deleted(sender: Any, instance: Session, **kwargs: Any) -> None:
+    SignIn.objects.filter(session_key=instance.session_key).delete()
     user_id = instance.get_decoded().get(SESSION_KEY)
     if user_id is not None:
         sessions_changed(int(user_id), ended_session=instance.session_key)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations.pages import chat, imports, search, shares, tokens
+from conversations.pages import account, chat, imports, search, shares, tokens
 
 urlpatterns = [
     path("", chat.conversation_list, name="conversation-list"),
@@ -48,6 +48,12 @@ urlpatterns = [
         name="conversation-share-revoke",
     ),
     path("s/<str:token>/", shares.share_view, name="share-view"),
+    path("account/", account.account, name="account"),
+    path(
+        "account/sign-out-everywhere/",
+        account.sign_out_everywhere_view,
+        name="sign-out-everywhere",
+    ),
     path("settings/theme/", chat.theme_view, name="theme"),
     path("settings/tokens/", tokens.api_tokens, name="api-tokens"),
     path("settings/import/", imports.import_view, name="import"),

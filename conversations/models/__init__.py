@@ -7,7 +7,8 @@ here, as Django and the rest of chatsite expect (`from conversations.models impo
 - tokens: ApiToken, a personal key for the REST API and the gateway;
 - preferences: UserPreferences, how the pages look for one user;
 - shares: ShareLink, a read-only snapshot of a conversation behind a secret link, and the
-  ShareSnapshot of messages its links share.
+  ShareSnapshot of messages its links share;
+- sign_ins: SignIn, a session a user signed in with (its device, when last seen).
 """
 
 from conversations.models.chat_models import ChatModel
@@ -15,6 +16,7 @@ from conversations.models.conversations import Conversation, ConversationQuerySe
 from conversations.models.messages import Message, MessageQuerySet
 from conversations.models.preferences import UserPreferences
 from conversations.models.shares import ShareLink, ShareLinkQuerySet, ShareSnapshot
+from conversations.models.sign_ins import SignIn
 from conversations.models.tokens import ApiToken, ApiTokenQuerySet
 
 __all__ = [
@@ -28,5 +30,6 @@ __all__ = [
     "ShareLink",
     "ShareLinkQuerySet",
     "ShareSnapshot",
+    "SignIn",
     "UserPreferences",
 ]
