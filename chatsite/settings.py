@@ -81,6 +81,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # The login page's other ways in: single sign-on, sign-up.
+                "conversations.pages.sign_in_options.sign_in_options",
             ],
         },
     },
@@ -111,6 +113,10 @@ AUTHENTICATION_BACKENDS = [
 ]
 # Local passwords: off (0) for everyone but superusers, when people sign in another way.
 CHAT_PASSWORD_LOGIN = env_bool("CHAT_PASSWORD_LOGIN", True)
+# Joining: staff's invitation links last this many days; CHAT_OPEN_SIGNUP=1 lets anyone sign up.
+CHAT_INVITATION_DAYS = env_int("CHAT_INVITATION_DAYS", 7, minimum=1)
+CHAT_OPEN_SIGNUP = env_bool("CHAT_OPEN_SIGNUP", False)
+CHAT_OIDC_NAME = ""  # the single sign-on button's label (chatsite/oidc_settings.py)
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 LOGIN_COOLOFF_MINUTES = env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1)
 AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT

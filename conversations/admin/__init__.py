@@ -6,12 +6,14 @@ permission on conversations (conversations.view_conversation), which brings the 
 - conversations: the list, its stats and search, the transcript page and the exports;
 - messages: a conversation's messages, inline; filters: the list's filters on them;
 - review: who may review, and the read-only mixin;
-- chat_models: the models managed here; shares: share links, which may only be revoked.
+- chat_models: the models managed here; shares: share links, which may only be revoked;
+- invitations: one-use links for a person to join, made here.
 """
 
 from conversations.admin.chat_models import ChatModelAdmin, ChatModelForm
 from conversations.admin.conversations import ConversationAdmin, Stats, as_conversations
 from conversations.admin.filters import AnyMessageStatusFilter, EngineFilter
+from conversations.admin.invitations import InvitationAdmin
 from conversations.admin.messages import MessageInline
 from conversations.admin.review import ReadOnlyMixin, can_review
 from conversations.admin.shares import ShareLinkAdmin
@@ -22,6 +24,7 @@ __all__ = [
     "ChatModelForm",
     "ConversationAdmin",
     "EngineFilter",
+    "InvitationAdmin",
     "MessageInline",
     "ReadOnlyMixin",
     "ShareLinkAdmin",

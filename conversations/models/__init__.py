@@ -8,11 +8,13 @@ here, as Django and the rest of chatsite expect (`from conversations.models impo
 - preferences: UserPreferences, how the pages look for one user;
 - shares: ShareLink, a read-only snapshot of a conversation behind a secret link, and the
   ShareSnapshot of messages its links share;
-- sign_ins: SignIn, a session a user signed in with (its device, when last seen).
+- sign_ins: SignIn, a session a user signed in with (its device, when last seen);
+- invitations: Invitation, a one-use link to join, with its groups.
 """
 
 from conversations.models.chat_models import ChatModel
 from conversations.models.conversations import Conversation, ConversationQuerySet
+from conversations.models.invitations import Invitation, InvitationQuerySet
 from conversations.models.messages import Message, MessageQuerySet
 from conversations.models.preferences import UserPreferences
 from conversations.models.shares import ShareLink, ShareLinkQuerySet, ShareSnapshot
@@ -25,6 +27,8 @@ __all__ = [
     "ChatModel",
     "Conversation",
     "ConversationQuerySet",
+    "Invitation",
+    "InvitationQuerySet",
     "Message",
     "MessageQuerySet",
     "ShareLink",
