@@ -15,6 +15,7 @@ this process's memory: it bounds this process's memory, which is what it is for.
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -45,16 +46,27 @@ class ImportBusy(ImportRefused):
 
 
 class Lease:
-    """The user's slot, held while the import runs; `renew` it as the import goes on."""
+    """The user's slot, held while the import runs; `renew` it as the import goes on. Its value
+    is a token of this import's own, so that it frees only its own slot."""
 
     def __init__(self, key: str):
         self.key = key
+        self.token = secrets.token_hex(8)
         self.renewed = time.monotonic()
+
+    def take(self) -> bool:
+        return bool(cache.add(self.key, self.token, timeout=LEASE_S))
 
     def renew(self) -> None:
         if time.monotonic() - self.renewed >= RENEW_EVERY_S:
             cache.touch(self.key, LEASE_S)
             self.renewed = time.monotonic()
+
+    def end(self) -> None:
+        # A lease that lapsed (a conversation slower than LEASE_S) may be a newer import's now:
+        # that one's is left alone. (Read then delete: a lapse in between is not covered.)
+        if cache.get(self.key) == self.token:
+            cache.delete(self.key)
 
 
 class _Running:
@@ -84,17 +96,15 @@ _running = _Running()
 def import_slot(*, user_id: int) -> Iterator[Lease]:
     """Hold the user's import slot and one of this process's for the block; ImportBusy when
     either is taken. Both are given back when the block ends, by an error too."""
-    key = f"chatsite:import-running:{user_id}"
-    # Without compare-and-delete an import whose lease lapsed may free a slot a newer import of
-    # the user's took since: the user can then run two at once, briefly.
-    if not cache.add(key, True, timeout=LEASE_S):
+    lease = Lease(f"chatsite:import-running:{user_id}")
+    if not lease.take():
         raise ImportBusy(IN_PROGRESS, "Another import of yours is still running.")
     try:
         if not _running.take():
             raise ImportBusy(BUSY, "The server is busy with other imports.")
         try:
-            yield Lease(key)
+            yield lease
         finally:
             _running.give_back()
     finally:
-        cache.delete(key)
+        lease.end()

@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from django.core.management import CommandError, call_command
 from django.db import connections
 from django.test import Client
 
 from conversations.imports import importer
+from conversations.imports.slots import ImportBusy, import_slot
 from conversations.imports.writing import ConversationWriter
 from conversations.models import Conversation
 from tests.imports.helpers import api_client, imported, upload
@@ -182,3 +184,22 @@ def test_finding_4_the_slot_is_released_when_an_import_fails(
     for user in (alice, bob):
         after = api_client(user).post("/api/imports/", {"file": upload(a_file("3"), "c.json")})
         assert after.status_code == 201, after.content
+
+
+def test_finding_4_an_import_whose_lease_lapsed_leaves_a_newer_imports_slot_alone(
+    alice: Any,
+) -> None:
+    """An import slower than the lease: another import of the user's took the slot meanwhile;
+    the first one's end must not free it."""
+    with import_slot(user_id=alice.pk) as first:
+        cache.delete(first.key)  # the first lease lapsed
+        with import_slot(user_id=alice.pk):
+            pass  # the second import ran; now a third takes the slot
+        third = import_slot(user_id=alice.pk)
+        third.__enter__()
+    try:
+        # The first's end left the third's slot taken.
+        with pytest.raises(ImportBusy), import_slot(user_id=alice.pk):
+            pass
+    finally:
+        third.__exit__(None, None, None)
