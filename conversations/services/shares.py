@@ -21,7 +21,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -108,9 +108,19 @@ def _stored_snapshot(conversation: Conversation, messages: list[dict[str, str]])
     )
     if stored is not None:
         return stored
-    return ShareSnapshot.objects.create(
-        conversation=conversation, digest=digest, messages=messages
-    ).pk
+    try:
+        with transaction.atomic():  # a savepoint: the link is still made if this insert loses
+            return ShareSnapshot.objects.create(
+                conversation=conversation, digest=digest, messages=messages
+            ).pk
+    except IntegrityError:
+        # Stored meanwhile by a link made at the same moment: SQLite has no row locks to make
+        # the two wait for each other.
+        return (
+            ShareSnapshot.objects.filter(conversation=conversation, digest=digest)
+            .values_list("pk", flat=True)
+            .get()
+        )
 
 
 def share_revoke(*, share: ShareLink) -> bool:

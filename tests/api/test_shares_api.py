@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import pytest
 from django.apps import apps
 from django.test import Client
 
-from conversations.models import Conversation, ShareLink
+from conversations.models import Conversation, ShareLink, ShareSnapshot
 from tests.support.history import add_exchange
 
 
@@ -168,3 +169,26 @@ def test_it_needs_a_signed_in_caller(history: Conversation) -> None:
     assert anonymous.get(shares(history)).status_code == 401
     assert anonymous.post(shares(history)).status_code == 401
     assert anonymous.delete(one_share(history, 1)).status_code == 401
+
+
+def test_finding_9_a_snapshot_stored_meanwhile_by_another_link_is_shared_not_a_500(
+    api: Client, history: Conversation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two links made at the same moment on SQLite (no row locks): the second's lookup found no
+    snapshot, then its insert lost to the first's. It uses the first's."""
+    first = api.post(shares(history)).json()
+    real_filter = ShareSnapshot.objects.filter
+    looked = []
+
+    def found_nothing_once(*args: Any, **kwargs: Any) -> Any:
+        if not looked:  # as if the other link's snapshot were not there yet
+            looked.append(True)
+            return real_filter(pk=-1)
+        return real_filter(*args, **kwargs)
+
+    monkeypatch.setattr(ShareSnapshot.objects, "filter", found_nothing_once)
+    second = api.post(shares(history))
+    assert second.status_code == 201, second.content
+    assert ShareSnapshot.objects.count() == 1
+    assert Client().get(second.json()["url"]).status_code == 200
+    assert first["message_count"] == second.json()["message_count"]
