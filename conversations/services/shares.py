@@ -98,14 +98,7 @@ def share_create(*, conversation: Conversation, created_by: User) -> tuple[Share
 def _stored_snapshot(conversation: Conversation, messages: list[dict[str, str]]) -> int:
     """The id of the conversation's snapshot of these messages, stored now if it was not."""
     digest = snapshot_digest(messages)
-    # Locked until the link is saved: a revoke that would delete it waits, then sees the link.
-    # Only its id is read, not the messages it holds.
-    stored = (
-        ShareSnapshot.objects.select_for_update()
-        .filter(conversation=conversation, digest=digest)
-        .values_list("pk", flat=True)
-        .first()
-    )
+    stored = _stored_snapshot_id(conversation, digest)
     if stored is not None:
         return stored
     try:
@@ -121,6 +114,18 @@ def _stored_snapshot(conversation: Conversation, messages: list[dict[str, str]])
             .values_list("pk", flat=True)
             .get()
         )
+
+
+def _stored_snapshot_id(conversation: Conversation, digest: str) -> int | None:
+    # Locked until the link is saved: a revoke that would delete it waits, then sees the link.
+    # Only its id is read, not the messages it holds.
+    found: int | None = (
+        ShareSnapshot.objects.select_for_update()
+        .filter(conversation=conversation, digest=digest)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return found
 
 
 def share_revoke(*, share: ShareLink) -> bool:

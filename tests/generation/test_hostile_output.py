@@ -13,9 +13,10 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import connection
 
-from conversations.generation import rows, streaming, titles
+from conversations.generation import rows, titles
 from conversations.generation.recovery import replies_mark_interrupted
 from conversations.models import Conversation, Message
+from conversations.services import text
 from tests.support.replies import wait_for_reply
 from tests.support.sockets import Socket, finished
 from tests.support.stepped import SteppedStream
@@ -122,7 +123,7 @@ async def test_finding_6_a_row_that_refuses_its_flush_fails_alone(
     async with two_users_replying(connect, users, stepped_engine) as replies:
         with monkeypatch.context() as patched:
             # raising=False: the same test ran before make_storable existed.
-            patched.setattr(streaming, "make_storable", unrepaired, raising=False)
+            patched.setattr(text.StorableDeltas, "feed", _unrepaired_delta, raising=False)
             patched.setattr(rows, "make_storable", unrepaired, raising=False)
             replies["bob"].stream.emit(f"refused {poison} ")
             replies["alice"].stream.emit(HEALTHY)
@@ -135,6 +136,10 @@ async def test_finding_6_a_row_that_refuses_its_flush_fails_alone(
             assert bob_row.content == "", "bob's text never reached his row"
         # Left: bob's final save repairs his text.
     assert (await finals(replies))["alice"] == ("complete", HEALTHY + END)
+
+
+def _unrepaired_delta(self: Any, delta: str) -> str:
+    return delta
 
 
 def test_finding_6_a_title_the_model_writes_is_storable() -> None:
