@@ -105,9 +105,16 @@ LOGOUT_REDIRECT_URL = "login"
 
 # --- Login throttling (django-axes) -------------------------------------------------------------
 
+# --- Directory login (LDAP through django-auth-ldap, in ldap_settings.py) ------------------------
+
+from chatsite.ldap_settings import *  # noqa: E402, F403
+from chatsite.ldap_settings import LDAP_ENABLED  # noqa: E402
+
 # Axes' backend comes first: a locked-out login is refused before ModelBackend hashes the password.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
+    # The directory's accounts (CHAT_LDAP_URI set); never a local account with a password.
+    *(["conversations.services.ldap_login.LdapBackend"] if LDAP_ENABLED else []),
     # Django's ModelBackend, kept to superusers by CHAT_PASSWORD_LOGIN=0.
     "conversations.services.password_login.PasswordBackend",
 ]
