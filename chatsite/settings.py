@@ -131,9 +131,9 @@ AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_COOLOFF_MINUTES)
 # Either one locks: a username guessed at from many addresses, or one address trying many names.
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
-# The client is REMOTE_ADDR (axes reads no forwarded headers); behind a reverse proxy, run daphne
-# with --proxy-headers so REMOTE_ADDR is the client's address from X-Forwarded-For.
 AXES_LOCKOUT_CALLABLE = "chatsite.login_throttling.lockout_response"
+# The client's address behind a reverse proxy: X-Forwarded-For, as far as CHAT_TRUSTED_PROXY_COUNT says.
+from chatsite.proxy_settings import *  # noqa: E402, F403
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
