@@ -11,7 +11,8 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/chatsite
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: install install-dev run test test-services test-defaults test-vllm lint bench bench-costs bench-search
+# The production server: `make serve` (manage.py serve), which refuses an insecure start.
+.PHONY: install install-dev run serve test test-services test-defaults test-vllm lint bench bench-costs bench-search
 
 # `make run` needs the runtime packages only (prebuilt wheels: about a minute on a fresh clone);
 # tests, lint and the bench add the dev extra, which compiles llama-cpp-python (about ten minutes).
@@ -34,6 +35,16 @@ run: install
 	DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --noinput
 	DEBUG=$${DEBUG:-1} $(PY) manage.py demo_user
 	DEBUG=$${DEBUG:-1} $(PY) manage.py runserver $(HOST):$(PORT)
+
+# Production: uvicorn with WORKERS processes, once manage.py serve's checks pass (DEBUG off,
+# SECRET_KEY, ALLOWED_HOSTS, REDIS_URL for several workers, PostgreSQL); see docs/install-and-deploy.md.
+WORKERS ?= 2
+SERVE_HOST ?= 0.0.0.0
+serve: install
+	$(PY) manage.py serve --check --workers $(WORKERS)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput
+	$(PY) manage.py serve --workers $(WORKERS) --host $(SERVE_HOST) --port $(PORT)
 
 test: test-services test-defaults
 

@@ -7,12 +7,14 @@ was last flushed, and the conversation must be usable again.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, connections
 from django.db.models import Q
 from django.utils import timezone
 
@@ -89,6 +91,22 @@ def latest_reply(*, conversation: Conversation) -> Message | None:
 def mark_interrupted_at_startup() -> None:
     """Run when a server process starts: replies of a process that died are settled now."""
     try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        _settle_at_startup()
+        return
+    # uvicorn's workers import the application inside their event loop, where Django refuses
+    # queries: they run on a thread of their own, which start-up waits for.
+    thread = threading.Thread(target=_settle_at_startup, name="chatsite-recovery")
+    thread.start()
+    thread.join()
+
+
+def _settle_at_startup() -> None:
+    try:
         replies_mark_interrupted()
     except DatabaseError as exc:  # not migrated yet, or the database is down: never block start-up
         logger.warning("could not check for interrupted replies at start-up: %s", exc)
+    finally:
+        if threading.current_thread().name == "chatsite-recovery":
+            connections.close_all()
