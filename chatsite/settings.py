@@ -103,18 +103,23 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "conversation-list"
 LOGOUT_REDIRECT_URL = "login"
 
-# --- Login throttling (django-axes) -------------------------------------------------------------
+# --- Sign-in: passwords, a directory (LDAP), single sign-on (OpenID Connect) --------------------
 
-# --- Directory login (LDAP through django-auth-ldap, in ldap_settings.py) ------------------------
-
+# django-auth-ldap's settings, from CHAT_LDAP_* (ldap_settings.py).
 from chatsite.ldap_settings import *  # noqa: E402, F403
 from chatsite.ldap_settings import LDAP_ENABLED  # noqa: E402
+
+# mozilla-django-oidc's settings, from CHAT_OIDC_* (oidc_settings.py).
+from chatsite.oidc_settings import *  # noqa: E402, F403
+from chatsite.oidc_settings import OIDC_ENABLED  # noqa: E402
 
 # Axes' backend comes first: a locked-out login is refused before ModelBackend hashes the password.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     # The directory's accounts (CHAT_LDAP_URI set); never a local account with a password.
     *(["conversations.services.ldap_login.LdapBackend"] if LDAP_ENABLED else []),
+    # The identity provider's accounts (CHAT_OIDC_ISSUER set), found by issuer and subject.
+    *(["conversations.services.oidc.OidcBackend"] if OIDC_ENABLED else []),
     # Django's ModelBackend, kept to superusers by CHAT_PASSWORD_LOGIN=0.
     "conversations.services.password_login.PasswordBackend",
 ]
@@ -123,7 +128,9 @@ CHAT_PASSWORD_LOGIN = env_bool("CHAT_PASSWORD_LOGIN", True)
 # Joining: staff's invitation links last this many days; CHAT_OPEN_SIGNUP=1 lets anyone sign up.
 CHAT_INVITATION_DAYS = env_int("CHAT_INVITATION_DAYS", 7, minimum=1)
 CHAT_OPEN_SIGNUP = env_bool("CHAT_OPEN_SIGNUP", False)
-CHAT_OIDC_NAME = ""  # the single sign-on button's label (chatsite/oidc_settings.py)
+
+# --- Login throttling (django-axes) -------------------------------------------------------------
+
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 LOGIN_COOLOFF_MINUTES = env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1)
 AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT

@@ -8,5 +8,6 @@ urlpatterns = [
     path("v1/", include("conversations.gateway.urls")),  # the OpenAI-compatible gateway
     path("", include("conversations.ops.metrics_views")),
     path("", include("conversations.ops.health")),
+    path("oidc/", include("mozilla_django_oidc.urls")),  # single sign-on (conversations.pages.oidc)
     path("", include("conversations.urls")),
 ]

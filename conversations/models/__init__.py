@@ -9,11 +9,13 @@ here, as Django and the rest of chatsite expect (`from conversations.models impo
 - shares: ShareLink, a read-only snapshot of a conversation behind a secret link, and the
   ShareSnapshot of messages its links share;
 - sign_ins: SignIn, a session a user signed in with (its device, when last seen);
-- invitations: Invitation, a one-use link to join, with its groups.
+- invitations: Invitation, a one-use link to join, with its groups;
+- identities: ExternalIdentity, who an account is at an identity provider (single sign-on).
 """
 
 from conversations.models.chat_models import ChatModel
 from conversations.models.conversations import Conversation, ConversationQuerySet
+from conversations.models.identities import ExternalIdentity
 from conversations.models.invitations import Invitation, InvitationQuerySet
 from conversations.models.messages import Message, MessageQuerySet
 from conversations.models.preferences import UserPreferences
@@ -27,6 +29,7 @@ __all__ = [
     "ChatModel",
     "Conversation",
     "ConversationQuerySet",
+    "ExternalIdentity",
     "Invitation",
     "InvitationQuerySet",
     "Message",
