@@ -192,6 +192,16 @@ class SessionsChanged(Event):
 
 
 @dataclass(frozen=True)
+class ModelsLost(Event):
+    """To a user's group: they left groups, and may use only `models_kept` now; a tab on a
+    conversation of another model closes."""
+
+    type = "chat.models_lost"
+    message_id: None
+    models_kept: list[str]
+
+
+@dataclass(frozen=True)
 class Deleted(Event):
     """The conversation is gone: tabs say so and close (its generation gets a Cancel)."""
 
@@ -237,6 +247,7 @@ TO_TABS: tuple[type[Event], ...] = (
     Finished,
     Ping,
     SessionsChanged,
+    ModelsLost,
     Deleted,
 )
 TO_GENERATION: tuple[type[Event], ...] = (Cancel, Sync, Pong)

@@ -3,8 +3,9 @@ deactivated, or they left the groups a model is for.
 
 Each reply being written is stopped as a Stop from a tab is, wherever it runs: recorded in its
 row (read at every flush) and told to its conversation's group at once, after the commit. Their
-sockets close by themselves (conversations.signals tells them their sessions changed); their API
-tokens stop with the account (services.tokens refuses an inactive user's).
+sockets close by themselves when their sessions end (conversations.signals tells them), and a tab
+on a conversation of a model they lost closes (ModelsLost to their group); their API tokens stop
+with the account (services.tokens refuses an inactive user's).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from django.dispatch import receiver
 
 from conversations.engines import catalogue
 from conversations.events import broadcast
-from conversations.events.protocol import Cancel
+from conversations.events.protocol import Cancel, ModelsLost
 from conversations.generation import rows
 from conversations.models import Message
+from conversations.signals import user_group
 
 logger = logging.getLogger("chatsite.generation")
 
@@ -51,15 +53,18 @@ def stop_replies_of(user_id: int, *, cancelled_by: str, models_kept: set[str] | 
     return stopped
 
 
-def _tell(group: str, stop: Cancel) -> None:
-    broadcast.to_group_from_sync(group, stop)
+def _tell(group: str, event: Cancel | ModelsLost) -> None:
+    broadcast.to_group_from_sync(group, event)
 
 
 def stop_replies_of_models_lost(user_id: int) -> int:
-    """Stop the user's replies written by a model their groups no longer allow."""
+    """Stop the user's replies written by a model their groups no longer allow, and close their
+    tabs on conversations of those models (in every process, after the commit)."""
     user = get_user_model().objects.get(pk=user_id)
-    allowed = {spec.slug for spec in catalogue.models_for(user)}
-    return stop_replies_of(user_id, cancelled_by=ACCESS_REMOVED, models_kept=allowed)
+    allowed = sorted(spec.slug for spec in catalogue.models_for(user))
+    lost = ModelsLost(message_id=None, models_kept=allowed)
+    transaction.on_commit(functools.partial(_tell, user_group(user_id), lost))
+    return stop_replies_of(user_id, cancelled_by=ACCESS_REMOVED, models_kept=set(allowed))
 
 
 @receiver(post_save, sender="auth.User")

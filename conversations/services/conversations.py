@@ -110,3 +110,11 @@ def conversation_delete(*, conversation: Conversation) -> None:
         broadcast.to_group_from_sync(group, Deleted(message_id=None))
 
     transaction.on_commit(tell_the_group)
+
+
+def conversation_model(*, conversation: Conversation) -> str:
+    """The model the conversation's next reply uses, as saved now ("" for the default)."""
+    slug: str | None = (
+        Conversation.objects.filter(pk=conversation.pk).values_list("model_slug", flat=True).first()
+    )
+    return slug or ""

@@ -24,6 +24,7 @@ from conversations.events import protocol
 from conversations.models import Conversation
 from conversations.ops import metrics
 from conversations.services import sessions
+from conversations.services.conversations import conversation_model
 from conversations.signals import user_group
 from conversations.sockets import slots
 from conversations.sockets.commands import Commands
@@ -47,6 +48,7 @@ CLOSE_TOO_MANY_SOCKETS = 4429
 
 TOO_MANY_SOCKETS = "Too many open tabs or connections. Close some, then reload this page."
 SLOW_DOWN = "Too many frames on this connection. Slow down."
+MODEL_LOST = "You no longer have access to this conversation's model. Reload to choose another."
 
 
 # Over 150 lines: Channels looks up a handler per group event on the consumer itself, and the
@@ -200,6 +202,14 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
     async def chat_sessions_changed(self, message: dict[str, Any]) -> None:
         event = protocol.parse_as(message, protocol.SessionsChanged)
         await self.session.changed(event.ended_session)
+
+    async def chat_models_lost(self, message: dict[str, Any]) -> None:
+        """The user left groups: a tab on a conversation of a model they lost closes."""
+        event = protocol.parse_as(message, protocol.ModelsLost)
+        model = await database_sync_to_async(conversation_model)(conversation=self.conversation)
+        if model and model not in event.models_kept:
+            await self._send_error("model_unavailable", MODEL_LOST)
+            await self._close_for_good(CLOSE_FORBIDDEN)
 
     async def chat_branch(self, message: dict[str, Any]) -> None:
         """Another version of a turn is shown now (in another tab, maybe another process)."""

@@ -25,7 +25,7 @@ from websockets.exceptions import ConnectionClosed
 
 from conversations.models import Conversation, Message, SignIn
 from conversations.services.tokens import api_token_create
-from conversations.sockets.consumer import CLOSE_SESSION_ENDED
+from conversations.sockets.consumer import CLOSE_FORBIDDEN, CLOSE_SESSION_ENDED
 from conversations.sockets.renderers import JSON_SUBPROTOCOL
 from tests.support.db import close_worker_connections
 from tests.support.replies import wait_for_reply
@@ -165,8 +165,10 @@ async def test_leaving_a_models_group_stops_that_models_replies_only(
     session = await database_sync_to_async(signed_in_session)(alice)
     restricted = await database_sync_to_async(Conversation.objects.create)(owner=alice)
     everyones = await database_sync_to_async(Conversation.objects.create)(owner=alice)
-    await replying(await open_page_socket(session, restricted), model="team-only")
-    await replying(await open_page_socket(session, everyones), model="open")
+    on_restricted = await open_page_socket(session, restricted)
+    on_everyones = await open_page_socket(session, everyones)
+    await replying(on_restricted, model="team-only")
+    await replying(on_everyones, model="open")
 
     def leave() -> None:
         if how == "user.groups.remove":
@@ -177,7 +179,9 @@ async def test_leaving_a_models_group_stops_that_models_replies_only(
             team.user_set.clear()
 
     await database_sync_to_async(leave)()
+    assert await closes_within(on_restricted) == CLOSE_FORBIDDEN
     assert (await stopped_within(restricted)).cancelled_by == "access_removed"
+    assert await on_everyones.communicator.receive_output(timeout=1)  # still streaming
     other = await database_sync_to_async(everyones.messages.get)(role="assistant")
     assert other.is_active and not other.cancelled_by
 
@@ -203,31 +207,49 @@ def test_the_account_page_lists_where_one_is_signed_in(alice: Any, users: dict[s
 
 @pytest.mark.processes
 @NEEDS_SHARED_SERVICES
-async def test_signing_out_everywhere_in_one_process_stops_a_reply_in_another(
-    alice: Any, tmp_path: Path
+@pytest.mark.parametrize("ending", ["sign out everywhere", "deactivation", "leaving the group"])
+async def test_access_ended_in_one_process_closes_the_socket_and_stops_the_reply_in_another(
+    alice: Any, tmp_path: Path, ending: str
 ) -> None:
-    """The socket and its reply on server a; the sign-out posted to server b."""
+    """The socket and its reply on server a; the sign-out posted to server b, the deactivation
+    and the group change saved here (a third process)."""
+    team = await database_sync_to_async(Group.objects.create)(name="team")
+    await database_sync_to_async(alice.groups.add)(team)
     conversation = await database_sync_to_async(Conversation.objects.create)(owner=alice)
     session = await database_sync_to_async(signed_in_session)(alice)
     cookie = f"{settings.SESSION_COOKIE_NAME}={session}"
-    with servers(2, tmp_path, CHAT_SCRIPTED_TOKENS=400) as (a, b):
+    env = {"CHAT_SCRIPTED_TOKENS": 400, "CHAT_MODELS": json.dumps(MODELS)}
+    with servers(2, tmp_path, **env) as (a, b):
         async with open_socket(a, conversation.pk, cookie) as connection:
             socket = LiveSocket(connection)
-            await socket.send(action="send", content="Count for me")
+            await socket.send(action="send", content="Count for me", model="team-only")
             await socket.receive_until(started)
-            async with httpx.AsyncClient(base_url=b.origin) as http:
-                http.cookies.set(settings.SESSION_COOKIE_NAME, session)
-                await http.get("/account/")
-                token = http.cookies["csrftoken"]
-                posted = time.monotonic()
-                response = await http.post(
-                    "/account/sign-out-everywhere/", headers={"X-CSRFToken": token}
-                )
-            assert response.status_code == 302, response.text[:300]
+            ended_at = time.monotonic()
+            await end_access(ending, alice, team, b.origin, session)
             with pytest.raises(ConnectionClosed) as closed:
                 async with asyncio.timeout(WITHIN_S):
                     while True:
                         await connection.recv()
-            assert closed.value.rcvd is not None and closed.value.rcvd.code == CLOSE_SESSION_ENDED
-            stopped = await stopped_within(conversation, WITHIN_S - (time.monotonic() - posted))
-            assert stopped.cancelled_by == "signed_out"
+            code = CLOSE_FORBIDDEN if ending == "leaving the group" else CLOSE_SESSION_ENDED
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == code
+            left = WITHIN_S - (time.monotonic() - ended_at)
+            stopped = await stopped_within(conversation, left)
+            expected = {"sign out everywhere": "signed_out", "deactivation": "deactivated"}
+            assert stopped.cancelled_by == expected.get(ending, "access_removed")
+
+
+async def end_access(ending: str, user: Any, group: Group, origin: str, session: str) -> None:
+    if ending == "deactivation":
+        user.is_active = False
+        await database_sync_to_async(user.save)()
+    elif ending == "leaving the group":
+        await database_sync_to_async(user.groups.remove)(group)
+    else:
+        async with httpx.AsyncClient(base_url=origin) as http:
+            http.cookies.set(settings.SESSION_COOKIE_NAME, session)
+            await http.get("/account/")
+            token = http.cookies["csrftoken"]
+            response = await http.post(
+                "/account/sign-out-everywhere/", headers={"X-CSRFToken": token}
+            )
+        assert response.status_code == 302, response.text[:300]
