@@ -128,6 +128,14 @@ CHAT_PASSWORD_LOGIN = env_bool("CHAT_PASSWORD_LOGIN", True)
 # Joining: staff's invitation links last this many days; CHAT_OPEN_SIGNUP=1 lets anyone sign up.
 CHAT_INVITATION_DAYS = env_int("CHAT_INVITATION_DAYS", 7, minimum=1)
 CHAT_OPEN_SIGNUP = env_bool("CHAT_OPEN_SIGNUP", False)
+# Email, for password reset links: offered only with EMAIL_HOST set (an SMTP server).
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_PORT = env_int("EMAIL_PORT", 587, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "chatsite@localhost")
+CHAT_PASSWORD_RESET = bool(EMAIL_HOST)
 
 # --- Login throttling (django-axes) -------------------------------------------------------------
 

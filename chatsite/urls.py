@@ -1,8 +1,12 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from conversations.pages.password_reset import password_reset
+
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Before Django's own: offered only with an email server (conversations.pages.password_reset).
+    path("accounts/password_reset/", password_reset, name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("conversations.api.urls")),
     path("v1/", include("conversations.gateway.urls")),  # the OpenAI-compatible gateway

@@ -12,6 +12,7 @@ def sign_in_options(request: HttpRequest) -> dict[str, Any]:
     return {
         "sign_in": {
             "open_signup": settings.CHAT_OPEN_SIGNUP,
+            "password_reset": settings.CHAT_PASSWORD_RESET,
             "oidc_name": settings.CHAT_OIDC_NAME
             if getattr(settings, "OIDC_ENABLED", False)
             else "",
