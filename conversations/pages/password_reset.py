@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth import views as auth_views
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponseBase
 
 _reset = auth_views.PasswordResetView.as_view()
 
 
-def password_reset(request: HttpRequest) -> HttpResponse:
+def password_reset(request: HttpRequest) -> HttpResponseBase:
     if not settings.CHAT_PASSWORD_RESET:
         raise Http404("Password reset needs an email server: ask staff for a new password.")
-    response: HttpResponse = _reset(request)
-    return response
+    return _reset(request)
