@@ -5,9 +5,9 @@ username and then overwrites it: its name and email, its staff flag, and (with m
 its groups. A local account that happens to share a username with someone in the directory,
 an administrator's say, would be taken over by whoever holds that directory entry.
 
-So this backend signs in only accounts that have no usable password: the ones it created
-(django-auth-ldap gives those an unusable password) or that an administrator made without one
-for the directory to own. A username that belongs to a local account with a password is refused
+So this backend signs in only accounts that have no usable password and no single sign-on
+identity: the ones it created (django-auth-ldap gives those an unusable password) or that an
+administrator made without one for the directory to own. A username that belongs to a local account with a password is refused
 here, before anything of that account is touched, and is left to the password backend. No
 extra table is needed to tell the two apart; the cost is that setting a local password on a
 directory account hands it back to local passwords.
@@ -19,6 +19,8 @@ from typing import Any
 
 from django.conf import settings
 from django_auth_ldap.backend import LDAPBackend
+
+from conversations.models import ExternalIdentity
 
 
 class LdapBackend(LDAPBackend):  # type: ignore[misc]  # django-auth-ldap ships no types
@@ -41,6 +43,9 @@ class LdapBackend(LDAPBackend):  # type: ignore[misc]  # django-auth-ldap ships 
             raise ldap_user.AuthenticationFailed(
                 f"{username!r} is a local account with a password, not the directory's"
             )
+        if not built and ExternalIdentity.objects.filter(user=user).exists():
+            # Single sign-on's accounts have no password either: theirs is the provider's.
+            raise ldap_user.AuthenticationFailed(f"{username!r} signs in through single sign-on")
         if not user.is_active:
             # As Django's ModelBackend: deactivated stays out, whatever the directory says.
             raise ldap_user.AuthenticationFailed(f"{username!r} is deactivated")

@@ -16,6 +16,8 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
+from conversations.models import ExternalIdentity
+
 pytest.importorskip("django_auth_ldap", reason="needs the ldap extra (django-auth-ldap)")
 
 from chatsite.ldap_settings import ldap_settings
@@ -150,6 +152,15 @@ def test_it_never_takes_over_a_local_account_of_the_same_name() -> None:
 
 
 @pytest.mark.usefixtures("directory")
+def test_it_never_takes_over_a_single_sign_on_account_of_the_same_name() -> None:
+    charlie = get_user_model().objects.create_user("charlie")  # no password, as single sign-on's
+    ExternalIdentity.objects.create(user=charlie, provider="oidc:https://id.example", subject="c1")
+    _, status = log_in("charlie", PEOPLE["charlie"])
+    assert status == 200
+    charlie.refresh_from_db()
+    assert not charlie.email and not charlie.groups.exists()
+
+
 def test_a_deactivated_directory_user_is_signed_out_and_kept_out() -> None:
     client, _ = log_in("alice", PEOPLE["alice"])
     get_user_model().objects.filter(username="alice").update(is_active=False)
