@@ -12,7 +12,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/chatsite
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
 # The production server: `make serve` (manage.py serve), which refuses an insecure start.
-.PHONY: install install-dev run serve test test-services test-defaults test-vllm lint bench bench-costs bench-search
+.PHONY: install install-dev run serve test test-services test-defaults test-vllm lint bench bench-costs bench-search image-smoke
 
 # `make run` needs the runtime packages only (prebuilt wheels: about a minute on a fresh clone);
 # tests, lint and the bench add the dev extra, which compiles llama-cpp-python (about ten minutes).
@@ -69,6 +69,15 @@ test-vllm:
 	$(VLLM_VENV)/bin/python scripts/convert_smollm2.py
 	DATABASE_URL=$(TEST_VLLM_DATABASE_URL) REDIS_URL=$(TEST_VLLM_REDIS_URL) \
 		$(VLLM_VENV)/bin/python -m pytest tests/vllm tests/engines/test_vllm_engine.py -p no:cacheprovider
+
+# The container image (Containerfile) built with buildah (chroot isolation, no daemon) on a Debian
+# base made by mmdebstrap, served against this machine's PostgreSQL and Redis, a reply streamed
+# through the gateway (scripts/image_smoke.sh; root, buildah, mmdebstrap). About 90 s the first
+# time, 15 s once the base (.cache/image-smoke/) and the layers are cached.
+IMAGE_SMOKE_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/chatsite_image_smoke
+IMAGE_SMOKE_REDIS_URL ?= redis://127.0.0.1:6379/13
+image-smoke: install
+	SMOKE_DATABASE_URL=$(IMAGE_SMOKE_DATABASE_URL) SMOKE_REDIS_URL=$(IMAGE_SMOKE_REDIS_URL) bash scripts/image_smoke.sh
 
 lint: install-dev
 	$(VENV)/bin/lint-imports
