@@ -6,17 +6,14 @@ across two daphne processes at the end."""
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from channels.db import database_sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.contrib.sessions.models import Session
@@ -26,10 +23,10 @@ from websockets.exceptions import ConnectionClosed
 from conversations.models import Conversation, Message, SignIn
 from conversations.services.tokens import api_token_create
 from conversations.sockets.consumer import CLOSE_FORBIDDEN, CLOSE_SESSION_ENDED
-from conversations.sockets.renderers import JSON_SUBPROTOCOL
-from tests.support.db import close_worker_connections
+from tests.sockets import test_sessions
 from tests.support.replies import wait_for_reply
-from tests.support.servers import NEEDS_SHARED_SERVICES, open_socket, servers
+from tests.support.servers import NEEDS_SHARED_SERVICES, servers
+from tests.support.servers import open_socket as open_live_socket
 from tests.support.sockets import LiveSocket, Socket, signed_in_session, started
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -54,32 +51,9 @@ def slow_replies(settings: Any) -> None:
     settings.CHAT_MODELS = json.dumps(MODELS)
 
 
-@pytest.fixture
-def application(db: Any) -> Any:
-    return importlib.import_module("chatsite.asgi").application
-
-
-@pytest.fixture
-async def open_page_socket(application: Any) -> AsyncIterator[Callable[..., Any]]:
-    opened: list[WebsocketCommunicator] = []
-
-    async def _open(session_key: str, conversation: Conversation) -> Socket:
-        cookie = f"{settings.SESSION_COOKIE_NAME}={session_key}".encode()
-        communicator = WebsocketCommunicator(
-            application,
-            f"/ws/conversations/{conversation.pk}/",
-            headers=[(b"cookie", cookie), (b"host", b"127.0.0.1"), (b"origin", ORIGIN)],
-            subprotocols=[JSON_SUBPROTOCOL],
-        )
-        connected, _ = await communicator.connect(timeout=10)
-        assert connected
-        opened.append(communicator)
-        return Socket(communicator)
-
-    yield _open
-    for communicator in opened:
-        await communicator.disconnect()
-    await close_worker_connections()
+# A socket through the whole ASGI stack (cookies, session, origin), as a browser opens it.
+application = test_sessions.application
+open_socket = test_sessions.open_socket
 
 
 async def replying(socket: Socket, model: str = "open") -> None:
@@ -107,7 +81,7 @@ def client_with(session_key: str) -> Client:
 
 
 async def test_signing_out_everywhere_closes_every_socket_and_stops_the_replies(
-    open_page_socket: Any, alice: Any, users: dict[str, Any]
+    open_socket: Any, alice: Any, users: dict[str, Any]
 ) -> None:
     bob = users["bob"]
     laptop = await database_sync_to_async(signed_in_session)(alice)
@@ -115,9 +89,9 @@ async def test_signing_out_everywhere_closes_every_socket_and_stops_the_replies(
     bobs = await database_sync_to_async(signed_in_session)(bob)
     mine = await database_sync_to_async(Conversation.objects.create)(owner=alice)
     his = await database_sync_to_async(Conversation.objects.create)(owner=bob)
-    on_laptop = await open_page_socket(laptop, mine)
-    on_phone = await open_page_socket(phone, mine)
-    bob_socket = await open_page_socket(bobs, his)
+    on_laptop = await open_socket(laptop, mine)
+    on_phone = await open_socket(phone, mine)
+    bob_socket = await open_socket(bobs, his)
     await replying(on_laptop)
     await replying(bob_socket)
 
@@ -139,11 +113,11 @@ async def test_signing_out_everywhere_closes_every_socket_and_stops_the_replies(
 
 
 async def test_a_deactivated_account_stops_its_replies_sockets_and_api_tokens(
-    open_page_socket: Any, alice: Any
+    open_socket: Any, alice: Any
 ) -> None:
     session = await database_sync_to_async(signed_in_session)(alice)
     conversation = await database_sync_to_async(Conversation.objects.create)(owner=alice)
-    socket = await open_page_socket(session, conversation)
+    socket = await open_socket(session, conversation)
     _, key = await database_sync_to_async(api_token_create)(user=alice, name="script")
     api = Client(headers={"Authorization": f"Bearer {key}"})
     assert (await database_sync_to_async(api.get)("/api/conversations/")).status_code == 200
@@ -158,15 +132,15 @@ async def test_a_deactivated_account_stops_its_replies_sockets_and_api_tokens(
 
 @pytest.mark.parametrize("how", ["user.groups.remove", "group.user_set.remove", "user_set.clear"])
 async def test_leaving_a_models_group_stops_that_models_replies_only(
-    open_page_socket: Any, alice: Any, how: str
+    open_socket: Any, alice: Any, how: str
 ) -> None:
     team = await database_sync_to_async(Group.objects.create)(name="team")
     await database_sync_to_async(alice.groups.add)(team)
     session = await database_sync_to_async(signed_in_session)(alice)
     restricted = await database_sync_to_async(Conversation.objects.create)(owner=alice)
     everyones = await database_sync_to_async(Conversation.objects.create)(owner=alice)
-    on_restricted = await open_page_socket(session, restricted)
-    on_everyones = await open_page_socket(session, everyones)
+    on_restricted = await open_socket(session, restricted)
+    on_everyones = await open_socket(session, everyones)
     await replying(on_restricted, model="team-only")
     await replying(on_everyones, model="open")
 
@@ -220,7 +194,7 @@ async def test_access_ended_in_one_process_closes_the_socket_and_stops_the_reply
     cookie = f"{settings.SESSION_COOKIE_NAME}={session}"
     env = {"CHAT_SCRIPTED_TOKENS": 400, "CHAT_MODELS": json.dumps(MODELS)}
     with servers(2, tmp_path, **env) as (a, b):
-        async with open_socket(a, conversation.pk, cookie) as connection:
+        async with open_live_socket(a, conversation.pk, cookie) as connection:
             socket = LiveSocket(connection)
             await socket.send(action="send", content="Count for me", model="team-only")
             await socket.receive_until(started)
