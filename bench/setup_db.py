@@ -61,6 +61,7 @@ def _user_with_session(username: str, conversations: int) -> tuple[str, list[str
     from django.contrib.sessions.backends.db import SessionStore
 
     from conversations.models import Conversation
+    from conversations.services import password_login
 
     user, new = get_user_model().objects.get_or_create(username=username)
     if new:
@@ -68,7 +69,7 @@ def _user_with_session(username: str, conversations: int) -> tuple[str, list[str
         user.save()
     session = SessionStore()
     session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[BACKEND_SESSION_KEY] = password_login.BACKEND
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.create()
     # A clean slate: old conversations would only make the per-user queries slower run by run.

@@ -16,14 +16,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from conversations.services import password_login
 from conversations.services.invitations import (
     InvitationUnusable,
     invitation_accept,
     invitation_for,
     sign_up,
 )
-
-PASSWORD_BACKEND = "conversations.services.password_login.PasswordBackend"
 
 
 class JoinForm(UserCreationForm):  # type: ignore[type-arg]
@@ -53,7 +52,7 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
         except IntegrityError:  # the username, taken meanwhile
             form.add_error("username", "That username was just taken. Choose another.")
         else:
-            login(request, user, backend=PASSWORD_BACKEND)
+            login(request, user, backend=password_login.BACKEND)
             return redirect("conversation-list")
     groups = [group.name for group in invitation.groups.all()]
     return render(request, "conversations/join.html", {"form": form, "groups": groups})
@@ -72,6 +71,6 @@ def signup(request: HttpRequest) -> HttpResponse:
         except IntegrityError:
             form.add_error("username", "That username was just taken. Choose another.")
         else:
-            login(request, user, backend=PASSWORD_BACKEND)
+            login(request, user, backend=password_login.BACKEND)
             return redirect("conversation-list")
     return render(request, "conversations/join.html", {"form": form, "signup": True})

@@ -12,6 +12,9 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 
+# Its dotted path, as AUTHENTICATION_BACKENDS and a session that it signed in name it.
+BACKEND = "conversations.services.password_login.PasswordBackend"
+
 
 class PasswordBackend(ModelBackend):
     """Django's ModelBackend, for superusers only while CHAT_PASSWORD_LOGIN is off: a session
