@@ -35,8 +35,8 @@ def parse_args(argv: list[str] | None) -> Config:
     )
     parser.add_argument(
         "--setups",
-        help="comma-separated: mem1 (1 process, in-memory layer, SQLite), redis2 (2 processes, "
-        "Redis layer, PostgreSQL), pubsub2 (as redis2 with channels-redis's pub/sub layer)",
+        help="comma-separated: mem1 (1 process, in-memory layer, SQLite), pubsub2 (2 processes, "
+        "channels-redis's pub/sub layer, PostgreSQL)",
     )
     parser.add_argument(
         "--server",
@@ -65,12 +65,12 @@ def parse_args(argv: list[str] | None) -> Config:
     parser.add_argument(
         "--database-url",
         default=os.environ.get("BENCH_DATABASE_URL"),
-        help="PostgreSQL for redis2 (a database the bench may create and fill)",
+        help="PostgreSQL for pubsub2 (a database the bench may create and fill)",
     )
     parser.add_argument(
         "--redis-url",
         default=os.environ.get("BENCH_REDIS_URL"),
-        help="Redis database for redis2; the bench FLUSHES it before each start",
+        help="Redis database for pubsub2; the bench FLUSHES it before each start",
     )
     parser.add_argument(
         "--server-env",
@@ -93,8 +93,8 @@ def parse_args(argv: list[str] | None) -> Config:
             parser.error(f"unknown scenario(s): {', '.join(sorted(unknown))}")
     if args.setups:
         cfg.setups = tuple(args.setups.split(","))
-        if set(cfg.setups) - {"mem1", "redis2", "pubsub2"}:
-            parser.error("setups are mem1, redis2 and pubsub2")
+        if set(cfg.setups) - {"mem1", "pubsub2"}:
+            parser.error("setups are mem1 and pubsub2 (the list layer, redis2, is refused)")
     if args.n:
         cfg.sweep = [int(n) for n in args.n.split(",")]
     for name in (
@@ -189,11 +189,8 @@ def _named_setups(cfg: Config, notes: list[str]) -> list[Setup]:
         missing = services_missing(cfg.database_url, cfg.redis_url)
         if missing:
             notes.append(f"{name} skipped: {missing}")
-        elif name == "redis2":
-            chosen.append(Setup("redis2", 2, cfg.database_url, cfg.redis_url))
         else:
-            settings = "bench.settings_pubsub"
-            chosen.append(Setup("pubsub2", 2, cfg.database_url, cfg.redis_url, settings))
+            chosen.append(Setup("pubsub2", 2, cfg.database_url, cfg.redis_url))
     return chosen
 
 

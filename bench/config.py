@@ -22,7 +22,7 @@ class Config:
     client_procs: int = 2
     pace_ms: float = 50.0  # the scripted engine's delay between tokens: 20 tokens/s
     samples: int = 15  # cancel (and TTFT) samples per condition
-    load_streams: int = 200  # other streams running during the "under load" samples (redis2)
+    load_streams: int = 200  # other streams running during the "under load" samples
     # mem1 runs on SQLite, whose fsync'd commits (one per stream per flush interval, on the one
     # database thread) saturate between 100 and 200 streams on a 2-core machine.
     load_streams_sqlite: int = 50
@@ -51,7 +51,7 @@ def preset(mode: str) -> Config:
     if mode == "full":
         return Config(
             mode="full",
-            setups=("mem1", "redis2", "pubsub2"),
+            setups=("mem1", "pubsub2"),
             client_procs=3,
             samples=60,
             sweep=[100, 250, 500, 750, 1000, 1250],

@@ -184,10 +184,6 @@ class Servers:
         env.update(self.engine_env)
         if self.setup.redis_url:
             env["REDIS_URL"] = self.setup.redis_url
-            if self.setup.settings == "chatsite.settings":
-                env["CHANNEL_LAYER_BACKEND"] = (
-                    "redis"  # redis2: the list layer, whatever the default
-                )
         if self.setup.processes > 1:
             metrics_dir = self.workdir / "prometheus"
             shutil.rmtree(metrics_dir, ignore_errors=True)

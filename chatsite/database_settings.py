@@ -57,40 +57,27 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     _db_options["init_command"] = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
 
 REDIS_URL = env_str("REDIS_URL")
-# "redis": channels-redis's list layer, which holds messages for a moment and drops them over
-# CHANNEL_LAYER_CAPACITY; "pubsub": its pub/sub layer, which does less work per message.
-CHANNEL_LAYER_BACKENDS = {
-    "redis": "channels_redis.core.RedisChannelLayer",
-    "pubsub": "channels_redis.pubsub.RedisPubSubChannelLayer",
-}
-# pubsub by default, by measurement: 50 streams at 20 tokens/s on two processes cost 1.5 CPU s per
-# 1,000 tokens with p99 gaps of 51 ms on it, 5.8 s and 404 ms on the list layer (`make bench`).
+# With Redis, channels-redis's pub/sub layer, measured against its list layer (`make bench`): 50
+# streams at 20 tokens/s on two processes cost 1.5 CPU s per 1,000 tokens with p99 gaps of 51 ms
+# on it, 5.8 s and 404 ms on the list layer, which also drops frames once a process's channels
+# hold its capacity (past about 50 streams a process: tabs stall, then resynchronize). The list
+# layer is refused rather than kept as a second, slower way that loses frames.
 CHANNEL_LAYER_BACKEND = env_str("CHANNEL_LAYER_BACKEND", "pubsub")
-if CHANNEL_LAYER_BACKEND not in CHANNEL_LAYER_BACKENDS:
+if CHANNEL_LAYER_BACKEND == "redis":
     raise ImproperlyConfigured(
-        f"CHANNEL_LAYER_BACKEND must be one of {', '.join(CHANNEL_LAYER_BACKENDS)}; "
-        f"got {CHANNEL_LAYER_BACKEND!r}."
+        "CHANNEL_LAYER_BACKEND=redis (channels-redis's list layer) is not supported: it drops "
+        "frames once a process's channels are full, and costs about four times the CPU per "
+        "token. Use the pub/sub layer: CHANNEL_LAYER_BACKEND=pubsub, the default."
     )
-if REDIS_URL and CHANNEL_LAYER_BACKEND == "pubsub":
+if CHANNEL_LAYER_BACKEND != "pubsub":
+    raise ImproperlyConfigured(
+        f"CHANNEL_LAYER_BACKEND must be pubsub (the default); got {CHANNEL_LAYER_BACKEND!r}."
+    )
+if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": CHANNEL_LAYER_BACKENDS["pubsub"],
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {"hosts": [{"address": REDIS_URL}]},
-        }
-    }
-elif REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": CHANNEL_LAYER_BACKENDS["redis"],
-            "CONFIG": {
-                # redis-py 8 gives up on a read after 5 s, exactly as long as channels-redis blocks
-                # in BZPOPMIN, so under load the two race and the socket dies with 1011; and its
-                # pool refuses (not waits for) a 101st concurrent command, which a few hundred
-                # streams per process reach.
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 30, "max_connections": 2000}],
-                "capacity": env_int("CHANNEL_LAYER_CAPACITY", 1000, minimum=10),
-                "expiry": 60,
-            },
         }
     }
 else:

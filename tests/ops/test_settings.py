@@ -66,6 +66,19 @@ def test_it_defaults_to_sqlite_without_a_pool() -> None:
     assert "pool" not in db["OPTIONS"]
 
 
+def test_it_refuses_the_list_channel_layer_and_names_the_pub_sub_one() -> None:
+    """Issue 25: the list layer drops frames once a process's channels are full; it is refused
+    at start rather than kept as a slower way that loses frames."""
+    result = settings_run(REDIS_URL="redis://127.0.0.1:6379/0", CHANNEL_LAYER_BACKEND="redis")
+    assert result.returncode != 0
+    assert "CHANNEL_LAYER_BACKEND=redis (channels-redis's list layer) is not supported" in (
+        result.stderr
+    )
+    assert "CHANNEL_LAYER_BACKEND=pubsub, the default" in result.stderr
+    other = settings_run(CHANNEL_LAYER_BACKEND="kafka")
+    assert other.returncode != 0 and "must be pubsub" in other.stderr
+
+
 def test_it_refuses_database_conn_max_age() -> None:
     result = settings_run(
         DATABASE_URL="postgres://chatsite@db.example:5432/chatsite", DATABASE_CONN_MAX_AGE="60"
