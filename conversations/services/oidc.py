@@ -14,7 +14,6 @@ import logging
 from typing import Any
 from urllib.parse import quote_plus
 
-import httpx
 import jwt
 import requests
 from django.conf import settings
@@ -52,10 +51,16 @@ def provider_metadata() -> dict[str, Any]:
 def _discover(issuer: str) -> dict[str, Any]:
     url = f"{issuer}/.well-known/openid-configuration"
     try:
-        response = httpx.get(url, timeout=settings.OIDC_TIMEOUT)
+        # The library's HTTP client and its settings, as for every other request to the provider.
+        response = requests.get(
+            url,
+            timeout=settings.OIDC_TIMEOUT,
+            verify=settings.OIDC_VERIFY_SSL,
+            proxies=getattr(settings, "OIDC_PROXY", None),
+        )
         response.raise_for_status()
         document = response.json()
-    except (httpx.HTTPError, ValueError) as exc:
+    except (requests.RequestException, ValueError) as exc:
         raise ProviderUnavailable(f"could not read {url}: {exc}") from exc
     if not isinstance(document, dict):
         raise ProviderUnavailable(f"{url} is not a discovery document")
