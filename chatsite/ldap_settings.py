@@ -43,21 +43,12 @@ def ldap_settings(
     """
     if not uri:
         return {"AUTH_LDAP_SERVER_URI": ""}
-    if not user_search_base:
-        raise ImproperlyConfigured(
-            "CHAT_LDAP_USER_SEARCH_BASE must be set with CHAT_LDAP_URI: the directory entry "
-            "under which people are searched for, e.g. ou=people,dc=example,dc=org."
-        )
-    if "%(user)s" not in user_filter:
-        raise ImproperlyConfigured(
-            f"CHAT_LDAP_USER_FILTER must contain %(user)s, where the username goes; "
-            f"got {user_filter!r}."
-        )
-    if (mirror_groups or staff_group) and not group_search_base:
-        raise ImproperlyConfigured(
-            "CHAT_LDAP_GROUP_SEARCH_BASE must be set to mirror the directory's groups or to "
-            "use CHAT_LDAP_STAFF_GROUP; set it, or CHAT_LDAP_MIRROR_GROUPS=0 and no staff group."
-        )
+    _refuse_what_cannot_work(
+        user_search_base=user_search_base,
+        user_filter=user_filter,
+        group_search_base=group_search_base,
+        needs_groups=mirror_groups or bool(staff_group),
+    )
     try:
         # Imported only with LDAP on: python-ldap is compiled against libldap, an optional extra.
         import ldap
@@ -94,6 +85,27 @@ def ldap_settings(
         # Set at every login (ALWAYS_UPDATE_USER): leaving the group takes is_staff away.
         built["AUTH_LDAP_USER_FLAGS_BY_GROUP"] = {"is_staff": staff_group}
     return built
+
+
+def _refuse_what_cannot_work(
+    *, user_search_base: str, user_filter: str, group_search_base: str, needs_groups: bool
+) -> None:
+    """ImproperlyConfigured, with the fix, for a directory configuration that cannot work."""
+    if not user_search_base:
+        raise ImproperlyConfigured(
+            "CHAT_LDAP_USER_SEARCH_BASE must be set with CHAT_LDAP_URI: the directory entry "
+            "under which people are searched for, e.g. ou=people,dc=example,dc=org."
+        )
+    if "%(user)s" not in user_filter:
+        raise ImproperlyConfigured(
+            f"CHAT_LDAP_USER_FILTER must contain %(user)s, where the username goes; "
+            f"got {user_filter!r}."
+        )
+    if needs_groups and not group_search_base:
+        raise ImproperlyConfigured(
+            "CHAT_LDAP_GROUP_SEARCH_BASE must be set to mirror the directory's groups or to "
+            "use CHAT_LDAP_STAFF_GROUP; set it, or CHAT_LDAP_MIRROR_GROUPS=0 and no staff group."
+        )
 
 
 CHAT_LDAP_URI = env_str("CHAT_LDAP_URI")
