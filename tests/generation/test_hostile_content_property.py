@@ -8,7 +8,6 @@ engine writes each example's deltas, then ends, fails, hits the length limit or 
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 from collections.abc import Iterator
@@ -23,9 +22,8 @@ from hypothesis import strategies as st
 
 from conversations.engines.base import EngineError, FinishReason
 from conversations.models import Conversation, Message
-from tests.support.db import close_worker_connections
-from tests.support.loop_thread import LoopThread
-from tests.support.sockets import Socket, conversation_communicator, finished, signed_in_session
+from tests.support.loop_thread import LoopThread, socket_on_a_loop
+from tests.support.sockets import Socket, finished
 from tests.support.stepped import SteppedEngine
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -67,23 +65,8 @@ def target(
     settings.CHAT_SENDS_PER_MINUTE = 1_000_000
     monkeypatch.setitem(connections["default"].settings_dict, "CONN_MAX_AGE", 600)
     conversation = Conversation.objects.create(owner=alice, title="Hostile")
-    session_key = signed_in_session(alice)
-
-    async def open_socket() -> Socket:
-        communicator = conversation_communicator(alice, conversation.pk, session_key=session_key)
-        connected, _ = await communicator.connect(timeout=10)
-        assert connected
-        return Socket(communicator)
-
-    runner = LoopThread()
-    socket = runner.run(open_socket())
-    yield Target(runner, socket, stepped_engine, conversation, itertools.count())
-    crashed = socket.communicator.future.done()
-    with contextlib.suppress(Exception):
-        runner.run(socket.communicator.disconnect())
-    runner.run(close_worker_connections())
-    runner.close()
-    assert not crashed, "the consumer stopped"
+    with socket_on_a_loop(alice, conversation.pk) as (runner, socket):
+        yield Target(runner, socket, stepped_engine, conversation, itertools.count())
 
 
 @pytest.mark.timeout(300)

@@ -7,7 +7,6 @@ conversations.sockets.frames, so the two can disagree and fail the test.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -21,9 +20,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from conversations.models import Conversation, Message
-from tests.support.db import close_worker_connections
-from tests.support.loop_thread import LoopThread
-from tests.support.sockets import Socket, conversation_communicator, signed_in_session
+from tests.support.loop_thread import LoopThread, socket_on_a_loop
+from tests.support.sockets import Socket
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -178,23 +176,8 @@ def target(
     scripted_engine.tokens = 2
     scripted_engine.delay_s = 0
 
-    session_key = signed_in_session(alice)
-
-    async def open_socket() -> Socket:
-        communicator = conversation_communicator(alice, conversation.pk, session_key=session_key)
-        connected, _ = await communicator.connect(timeout=10)
-        assert connected
-        return Socket(communicator)
-
-    runner = LoopThread()
-    socket = runner.run(open_socket())
-    yield Target(runner, socket, runner.run(db_state()))
-    crashed = socket.communicator.future.done()
-    with contextlib.suppress(Exception):
-        runner.run(socket.communicator.disconnect())
-    runner.run(close_worker_connections())
-    runner.close()
-    assert not crashed, "the consumer stopped"
+    with socket_on_a_loop(alice, conversation.pk) as (runner, socket):
+        yield Target(runner, socket, runner.run(db_state()))
 
 
 @pytest.fixture

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
+
+from tests.support.db import close_worker_connections
+from tests.support.sockets import Socket, conversation_communicator, signed_in_session
 
 T = TypeVar("T")
 
@@ -37,3 +41,26 @@ async def _cancel_other_tasks() -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@contextlib.contextmanager
+def socket_on_a_loop(user: Any, conversation_id: Any) -> Iterator[tuple[LoopThread, Socket]]:
+    """One socket of `user`'s on the conversation, on a LoopThread, for every example of a
+    Hypothesis test: the point is that it survives all of them (checked when the block ends)."""
+    session_key = signed_in_session(user)
+
+    async def open_socket() -> Socket:
+        communicator = conversation_communicator(user, conversation_id, session_key=session_key)
+        connected, _ = await communicator.connect(timeout=10)
+        assert connected
+        return Socket(communicator)
+
+    runner = LoopThread()
+    socket = runner.run(open_socket())
+    yield runner, socket
+    crashed = socket.communicator.future.done()
+    with contextlib.suppress(Exception):
+        runner.run(socket.communicator.disconnect())
+    runner.run(close_worker_connections())
+    runner.close()
+    assert not crashed, "the consumer stopped"
