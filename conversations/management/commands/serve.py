@@ -16,11 +16,11 @@ import sys
 from typing import Any
 
 from django.conf import settings
+from django.core.checks.security.base import SECRET_KEY_MIN_LENGTH, check_secret_key
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-# Django's own rule (django.core.checks.security.base): shorter keys are guessable.
-MIN_SECRET_KEY_LENGTH = 50
-MIN_SECRET_KEY_CHARS = 5
+# The development key settings.py falls back to with DEBUG on.
+DEVELOPMENT_KEY_PREFIX = "insecure"
 
 
 def refusals(*, workers: int, allow_sqlite: bool) -> list[str]:
@@ -28,14 +28,10 @@ def refusals(*, workers: int, allow_sqlite: bool) -> list[str]:
     found = []
     if settings.DEBUG:
         found.append("DEBUG is on: set DEBUG=0 (debug pages show settings and source to anyone).")
-    key = str(settings.SECRET_KEY)
-    if (
-        len(key) < MIN_SECRET_KEY_LENGTH
-        or len(set(key)) < MIN_SECRET_KEY_CHARS
-        or key.startswith("insecure")
-    ):
+    # Django's own deployment check of the key (its length, its variety, its prefix).
+    if check_secret_key(None) or str(settings.SECRET_KEY).startswith(DEVELOPMENT_KEY_PREFIX):
         found.append(
-            f"SECRET_KEY is missing or weak: export one of at least {MIN_SECRET_KEY_LENGTH} "
+            f"SECRET_KEY is missing or weak: export one of at least {SECRET_KEY_MIN_LENGTH} "
             "random characters (python -c 'import secrets; print(secrets.token_urlsafe(50))')."
         )
     if not settings.ALLOWED_HOSTS or "*" in settings.ALLOWED_HOSTS:
