@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from conversations.models import Conversation, Message
 from conversations.services import branches
-from conversations.services.errors import ConversationGone, NothingToRedo
+from conversations.services.errors import NothingToRedo
 
 NO_USER_MESSAGE = -1  # a turn that adds a reply only
 
@@ -41,18 +41,12 @@ class Place:
         return self.user_parent != NO_USER_MESSAGE
 
 
-def shown_leaf(conversation: Conversation) -> int | None:
-    """The last message of the branch shown; ConversationGone if the conversation is."""
-    leaf_id = (
-        Conversation.objects.filter(pk=conversation.pk)
-        .values_list("current_leaf_id", flat=True)
-        .first()
-    )
-    if leaf_id is None:
-        if not Conversation.objects.filter(pk=conversation.pk).exists():
-            raise ConversationGone("This conversation has been deleted.")
-        leaf_id = branches.link_as_a_line(conversation.pk)  # messages written as a list
-    return leaf_id
+def shown_leaf(chosen: Conversation) -> int | None:
+    """The last message of the branch shown, `chosen` being the conversation's row as read for
+    the send; a conversation written as a plain list is given its tree first."""
+    if chosen.current_leaf_id is None:
+        return branches.link_as_a_line(chosen.pk)  # messages written as a list
+    return chosen.current_leaf_id
 
 
 def place(conversation: Conversation, turn: Turn, leaf_id: int | None) -> Place:

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import threading
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, connections
@@ -27,6 +27,12 @@ logger = logging.getLogger("chatsite.recovery")
 INTERRUPTED_ERROR = "The server stopped while this reply was being written."
 
 
+def stale_heartbeat(now: datetime) -> Q:
+    """Active replies matching this have nobody writing them any more."""
+    cutoff = now - timedelta(seconds=settings.CHAT_HEARTBEAT_TIMEOUT_S)
+    return Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True)
+
+
 def replies_mark_interrupted(
     *, conversation: Conversation | None = None, owner_id: int | None = None
 ) -> int:
@@ -35,11 +41,7 @@ def replies_mark_interrupted(
     Narrowed to one conversation, or to all of one owner's (before counting their active replies).
     """
     now = timezone.now()
-    cutoff = now - timedelta(seconds=settings.CHAT_HEARTBEAT_TIMEOUT_S)
-    stale = Message.objects.filter(
-        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True),
-        status__in=Message.ACTIVE_STATUSES,
-    )
+    stale = Message.objects.filter(stale_heartbeat(now), status__in=Message.ACTIVE_STATUSES)
     if conversation is not None:
         stale = stale.filter(conversation=conversation)
     if owner_id is not None:

@@ -8,7 +8,6 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
 from channels.db import database_sync_to_async
@@ -20,13 +19,12 @@ from conversations.events.protocol import Cancel, Sync
 from conversations.generation import rows, sends
 from conversations.generation.placement import Turn
 from conversations.generation.plans import ReplyPlan
-from conversations.generation.recovery import replies_mark_interrupted
-from conversations.generation.resolve import CallSettings, resolve
+from conversations.generation.resolve import CallSettings
 from conversations.generation.runner import Generation, running_here
 from conversations.generation.running import RunningReply
+from conversations.generation.sends import Send
 from conversations.models import Conversation, Message
-from conversations.services import sessions
-from conversations.services.errors import NothingToCancel, SessionEnded
+from conversations.services.errors import NothingToCancel
 
 __all__ = [
     "CallSettings",
@@ -47,49 +45,17 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-@dataclass(frozen=True)
-class Send:
-    """One send: the turn it asks for in `conversation`, and who asks.
-
-    `model_slug`: the model to use (it becomes the conversation's), else the conversation's.
-    `user_id`: the sender, whose session `session_key` must still sign them in (a socket's
-    send; None: no check). `call`: an API call's own settings (the gateway).
-    """
-
-    conversation: Conversation
-    turn: Turn
-    idempotency_key: str = ""
-    model_slug: str = ""
-    session_key: str | None = None
-    user_id: int | None = None
-    call: CallSettings = field(default_factory=CallSettings)
-
-
 def reply_create(send: Send) -> ReplyPlan:
     """Save the user's message (if the turn has one) and a pending reply, or refuse the send.
 
-    In three steps: resolve the model, its engine and the reply's settings (see resolve); save
-    the messages in one transaction (see sends.save: where they go in the tree, the limits);
-    plan the reply from the committed rows (sends.plan).
-
-    With `user_id`, first check that `session_key` still signs that user in (SessionEnded if
-    not): a socket's send makes one trip to the database thread, not one per step, since under
-    a crowd of sends each trip waits behind all the others.
+    In one transaction (see sends.save): with `user_id`, check that `session_key` still signs
+    that user in (SessionEnded if not); resolve the model, its engine and the reply's settings
+    (see resolve); check the limits; save the messages where they go in the tree. Then plan the
+    reply from the committed rows (sends.plan). A socket's send makes one trip to a send
+    thread for all of it, since under a crowd of sends each trip waits behind all the others.
     """
-    if send.user_id is not None and not sessions.session_signs_in(send.session_key, send.user_id):
-        raise SessionEnded
-    conversation = send.conversation
-    resolved = resolve(conversation=conversation, model_slug=send.model_slug, call=send.call)
-    # Replies whose process died would otherwise count against the limits and block this
-    # conversation until the next restart: settle every stale one of this owner first.
-    replies_mark_interrupted(owner_id=conversation.owner_id)
-    saved = sends.save(
-        conversation=conversation,
-        turn=send.turn,
-        idempotency_key=send.idempotency_key,
-        resolved=resolved,
-    )
-    return sends.plan(conversation=conversation, saved=saved, resolved=resolved, call=send.call)
+    saved = sends.save(send)
+    return sends.plan(conversation=send.conversation, saved=saved, call=send.call)
 
 
 async def reply_start(send: Send) -> RunningReply:

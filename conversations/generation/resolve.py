@@ -9,14 +9,13 @@ import logging
 from dataclasses import dataclass
 from typing import TypeVar
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 
 from conversations.engines import catalogue, get_engine, specs
 from conversations.engines.base import Engine
 from conversations.models import Conversation
-from conversations.services.errors import ConversationGone, EngineUnavailable, ModelUnavailable
-from conversations.types import AnyUser
+from conversations.services.errors import EngineUnavailable, ModelUnavailable
+from conversations.types import AnyUser, User
 
 logger = logging.getLogger("chatsite.generation")
 
@@ -46,25 +45,17 @@ class Resolved:
     settings: specs.ReplySettings
 
 
-def resolve(*, conversation: Conversation, model_slug: str, call: CallSettings) -> Resolved:
+def resolve(*, owner: User, chosen: Conversation, model_slug: str, call: CallSettings) -> Resolved:
     """The model `model_slug` (or the conversation's), its engine, and the reply's settings: the
-    call's, else the conversation's, within that model's bounds. Refuses a deleted conversation,
-    a model not for its owner, an engine that cannot be built."""
-    choices = (
-        Conversation.objects.filter(pk=conversation.pk)
-        .values("model_slug", "system_prompt", "temperature", "max_tokens")
-        .first()
-    )
-    if choices is None:
-        raise ConversationGone("This conversation has been deleted.")
-    owner = get_user_model().objects.get(pk=conversation.owner_id)
-    model = _available_model(owner, model_slug or choices["model_slug"])
+    call's, else the conversation's (`chosen`: its row as read for the send), within that
+    model's bounds. Refuses a model not for `owner`, an engine that cannot be built."""
+    model = _available_model(owner, model_slug or chosen.model_slug)
     engine = _available_engine(model)
     used = specs.reply_settings(
         model,
-        system_prompt=_first_set(call.system_prompt, choices["system_prompt"]),
-        temperature=_first_set(call.temperature, choices["temperature"]),
-        max_tokens=_first_set(call.max_tokens, choices["max_tokens"]),
+        system_prompt=_first_set(call.system_prompt, chosen.system_prompt),
+        temperature=_first_set(call.temperature, chosen.temperature),
+        max_tokens=_first_set(call.max_tokens, chosen.max_tokens),
     )
     return Resolved(model=model, engine=engine, settings=used)
 

@@ -7,14 +7,17 @@ Replies being written are live state and are counted from rows.
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from django.conf import settings
+from django.db.models import Count, Q
 
 from conversations.models import Conversation, Message
 from conversations.services import ratelimits
 from conversations.services.errors import (
     DuplicateSend,
     RateLimited,
+    ReplyInProgress,
     TooManyActive,
     TooManyConversations,
 )
@@ -23,25 +26,60 @@ from conversations.types import User
 SEND = "send"
 NEW_CONVERSATION = "new-conversation"
 
+REPLY_IN_PROGRESS = "A reply is still being written. Wait for it or press Stop, then send again."
 
-def check_send_allowed(
-    user: User, *, conversation: Conversation | None = None, idempotency_key: str = ""
-) -> None:
-    """Raise RateLimited if this user may not start another reply now.
+
+@dataclass(frozen=True)
+class SendCounts:
+    """What a send's limits are judged on, read in one query while the owner's row is locked."""
+
+    active: int  # the owner's replies being written
+    here: int  # of them, in the send's conversation (one at a time there)
+    stale: int  # of them, with a heartbeat that stopped (see generation.recovery)
+    repeated: bool  # the send's idempotency key is on a message of its conversation already
+
+
+def send_counts(
+    user: User, *, conversation: Conversation, idempotency_key: str, stale: Q
+) -> SendCounts:
+    """The owner's active replies (`stale`: which of them nobody writes any more) and the key's
+    use, in one query: a crowd of sends waits for each other's queries, so each counts."""
+    active = Q(status__in=Message.ACTIVE_STATUSES)
+    repeated = Q(conversation=conversation, idempotency_key=idempotency_key)
+    if not idempotency_key:
+        repeated = Q(pk__in=[])  # no key, nothing to repeat
+    counts = (
+        Message.objects.filter(conversation__owner=user)
+        .filter(active | repeated)
+        .aggregate(
+            active=Count("pk", filter=active),
+            here=Count("pk", filter=active & Q(conversation=conversation)),
+            stale=Count("pk", filter=active & stale),
+            repeated=Count("pk", filter=repeated),
+        )
+    )
+    return SendCounts(
+        active=counts["active"],
+        here=counts["here"],
+        stale=counts["stale"],
+        repeated=counts["repeated"] > 0,
+    )
+
+
+def check_send_allowed(user: User, counts: SendCounts) -> None:
+    """Raise SendRefused if this user may not start another reply now, in this order.
 
     A send whose idempotency key was already used raises DuplicateSend first: its message went
     through, and a limit's "try again later" would tell the client the opposite.
 
-    The send's save (generation.sends.save) calls this inside its transaction with the user's row locked, and calls
-    send_accepted once the send is saved, so sends racing in several processes are checked and
-    counted one after another.
+    The send's save (generation.sends.save) calls this inside its transaction with the user's
+    row locked, and calls send_accepted once the send is saved, so sends racing in several
+    processes are checked and counted one after another.
     """
-    if conversation is not None and idempotency_key:
-        sent = Message.objects.filter(conversation=conversation, idempotency_key=idempotency_key)
-        if sent.exists():
-            raise DuplicateSend("This message was already sent.")
+    if counts.repeated:
+        raise DuplicateSend("This message was already sent.")
     limit = settings.CHAT_MAX_ACTIVE_PER_USER
-    if Message.objects.filter(conversation__owner=user).active().count() >= limit:
+    if counts.active >= limit:
         raise TooManyActive(
             f"You already have {limit} replies being written. Wait for one to finish or stop it."
         )
@@ -53,6 +91,8 @@ def check_send_allowed(
             f"Try again in {used.retry_after} seconds.",
             retry_after=used.retry_after,
         )
+    if counts.here:
+        raise ReplyInProgress(REPLY_IN_PROGRESS)
 
 
 def send_accepted(user: User) -> None:

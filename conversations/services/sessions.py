@@ -22,7 +22,7 @@ from django.utils.crypto import constant_time_compare
 
 from conversations.models import Conversation
 from conversations.services.conversations import conversation_visible
-from conversations.types import AnyUser
+from conversations.types import AnyUser, User
 
 
 def _store(session_key: str) -> SessionBase:
@@ -31,8 +31,12 @@ def _store(session_key: str) -> SessionBase:
     return store
 
 
-def session_signs_in(session_key: str | None, user_id: int) -> bool:
-    """True while the session exists, is unexpired, and still signs in this active user."""
+def session_signs_in(session_key: str | None, user_id: int, *, user: User | None = None) -> bool:
+    """True while the session exists, is unexpired, and still signs in this active user.
+
+    `user`: that user's row, read a moment ago (a send has it locked), instead of reading it
+    again; judged by the session's backend as the backend's get_user would judge it.
+    """
     if not session_key:
         return False
     store = _store(session_key)
@@ -42,7 +46,12 @@ def session_signs_in(session_key: str | None, user_id: int) -> bool:
         or backend_path not in settings.AUTHENTICATION_BACKENDS
     ):
         return False  # gone, expired (an expired session loads empty), or another user's
-    user = load_backend(backend_path).get_user(user_id)
+    backend = load_backend(backend_path)
+    can_sign_in = getattr(backend, "user_can_authenticate", None)
+    if user is None or user.pk != user_id or can_sign_in is None:
+        user = backend.get_user(user_id)
+    elif not can_sign_in(user):
+        user = None
     if user is None:  # deleted, or no longer allowed to sign in (deactivated)
         return False
     session_hash = store.get(HASH_SESSION_KEY) or ""
