@@ -88,7 +88,7 @@ async def _one_call(http: httpx.AsyncClient, pace_ms: float, rng: random.Random)
         # One reader for the whole stream: an abandoned one closes the connection when it is
         # collected, which would stop the reply before the moment chosen below.
         lines = reply.aiter_lines()
-        first_at, request_id = await _first_text(lines)
+        first_at, request_id = await first_text(lines)
         # A random moment between tokens, one to three tokens in, as the socket's samples do.
         await asyncio.sleep(rng.uniform(pace_ms, 3 * pace_ms) / 1000)
         closed_at = time.time()
@@ -102,7 +102,7 @@ async def _one_call(http: httpx.AsyncClient, pace_ms: float, rng: random.Random)
     }
 
 
-async def _first_text(lines: AsyncIterator[str]) -> tuple[float, str]:
+async def first_text(lines: AsyncIterator[str]) -> tuple[float, str]:
     async with asyncio.timeout(LIMIT_S):
         async for line in lines:
             if not line.startswith("data: {"):

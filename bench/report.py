@@ -226,6 +226,13 @@ def table(results: dict[str, Any]) -> str:
             f"  send to the first token at the client    {_ppp(data['send_to_first_token_ms'])}"
             f" / {data['send_to_first_token_ms'].get('max', '-')}",
         ]
+        if crowd := data.get("one_token_calls"):
+            lines.append(
+                f"  {crowd['calls']} /v1 calls at once by one token ({crowd['started']} started), "
+                f"call to the engine  {_ppp(crowd['call_to_engine_ms'])}"
+                f" / {crowd['call_to_engine_ms'].get('max', '-')}"
+                + (f"; errors: {', '.join(crowd['errors'])}" if crowd["errors"] else "")
+            )
     for name, data in results.get("flood", {}).items():
         lines += [
             "",

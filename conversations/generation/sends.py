@@ -107,6 +107,7 @@ def save(send: Send) -> Saved:
     except IntegrityError as exc:
         # The checks above saw neither; a writer that does not take the owner's lock did.
         raise _refusal(conversation, send.idempotency_key) or exc from None
+    _place_among_versions(saved)
     return saved
 
 
@@ -128,13 +129,18 @@ def _write(send: Send, chosen: Conversation, where: Place, resolved: Resolved) -
     Conversation.objects.filter(pk=conversation.pk).update(
         updated_at=timezone.now(), model_slug=resolved.model.slug, current_leaf=reply, title=title
     )
-    if user_message is not None:
-        user_message.version = branches.version_of(user_message)
-        # The only reply to a message made a moment ago: no query needed.
-        reply.version = branches.ONLY_VERSION
-    else:
-        reply.version = branches.version_of(reply)
     return Saved(user_message, reply, place=where, title=title, resolved=resolved)
+
+
+def _place_among_versions(saved: Saved) -> None:
+    """The new messages' versions, read after the commit: the owner's row is held no longer
+    than the limits need (an API client's calls at once wait for it one after another)."""
+    if saved.user_message is not None:
+        saved.user_message.version = branches.version_of(saved.user_message)
+        # The only reply to a message made a moment ago: no query needed.
+        saved.reply.version = branches.ONLY_VERSION
+    else:
+        saved.reply.version = branches.version_of(saved.reply)
 
 
 def _chosen(conversation: Conversation) -> Conversation:
