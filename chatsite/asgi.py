@@ -79,4 +79,3 @@ application = ProtocolTypeRouter(
 # they took 100-150 ms before, 17-37 ms after, and the TTFT p99 with 200 other streams in the
 # same process fell from 168 to 8 ms (docs/performance.md).
 gc.freeze()
-
