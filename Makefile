@@ -37,7 +37,7 @@ run: install
 	DEBUG=$${DEBUG:-1} $(PY) manage.py runserver $(HOST):$(PORT)
 
 # Production: uvicorn with WORKERS processes, once manage.py serve's checks pass (DEBUG off,
-# SECRET_KEY, ALLOWED_HOSTS, REDIS_URL for several workers, PostgreSQL); see docs/install-and-deploy.md.
+# SECRET_KEY, ALLOWED_HOSTS, REDIS_URL for several workers, PostgreSQL); see docs/deploy.md.
 WORKERS ?= 2
 SERVE_HOST ?= 0.0.0.0
 serve: install

@@ -16,7 +16,7 @@ streamed without one (chunked), as soon as it passes the limit: in JSON on /api/
 BodyLimit does it for the ASGI application (uvicorn streams a body to it as it arrives); daphne
 reads a body itself before the application runs, so chatsite/daphne_bodies.py applies the same
 limits there. A proxy in front should have its own limit, at least as large
-(docs/install-and-deploy.md).
+(docs/deploy.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Several real server processes sharing Redis and PostgreSQL: cancel, join, crash. Each test runs
-under daphne and under uvicorn, the two ASGI servers docs/install-and-deploy.md documents."""
+under daphne and under uvicorn, the two ASGI servers docs/deploy.md documents."""
 
 from __future__ import annotations
 

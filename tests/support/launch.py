@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 CHATSITE_APP = "chatsite.asgi:application"
-# The ASGI servers chatsite runs under, the two docs/install-and-deploy.md documents: uvicorn
+# The ASGI servers chatsite runs under, the two docs/deploy.md documents: uvicorn
 # with uvloop, httptools and websockets, as a deployment would run it.
 ASGI_SERVERS = ("daphne", "uvicorn")
 
