@@ -79,6 +79,10 @@ CHAT_SOCKET_OPENS_PER_MINUTE = env_int("CHAT_SOCKET_OPENS_PER_MINUTE", 30, minim
 CHAT_MAX_ACTIVE_PER_USER = env_int("CHAT_MAX_ACTIVE_PER_USER", 3, minimum=1)
 CHAT_SENDS_PER_MINUTE = env_int("CHAT_SENDS_PER_MINUTE", 20, minimum=1)
 CHAT_CONVERSATIONS_PER_MINUTE = env_int("CHAT_CONVERSATIONS_PER_MINUTE", 10, minimum=1)
+# Token budgets (prompt and completion tokens of replies and titles), a day and a calendar month
+# in TIME_ZONE, for whoever has no Budget of their own or of a group (the admin's); 0: no limit.
+CHAT_TOKENS_PER_DAY = env_int("CHAT_TOKENS_PER_DAY", 0, minimum=0)
+CHAT_TOKENS_PER_MONTH = env_int("CHAT_TOKENS_PER_MONTH", 0, minimum=0)
 
 # --- Engines -----------------------------------------------------------------------------------
 

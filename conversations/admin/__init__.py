@@ -7,9 +7,11 @@ permission on conversations (conversations.view_conversation), which brings the 
 - messages: a conversation's messages, inline; filters: the list's filters on them;
 - review: who may review, and the read-only mixin;
 - chat_models: the models managed here; shares: share links, which may only be revoked;
-- invitations: one-use links for a person to join, made here.
+- invitations: one-use links for a person to join, made here;
+- budgets: users' and groups' token budgets, and the ledger of tokens used (read only).
 """
 
+from conversations.admin.budgets import BudgetAdmin, TokenUsageAdmin
 from conversations.admin.chat_models import ChatModelAdmin, ChatModelForm
 from conversations.admin.conversations import ConversationAdmin, Stats, as_conversations
 from conversations.admin.filters import AnyMessageStatusFilter, EngineFilter
@@ -20,6 +22,7 @@ from conversations.admin.shares import ShareLinkAdmin
 
 __all__ = [
     "AnyMessageStatusFilter",
+    "BudgetAdmin",
     "ChatModelAdmin",
     "ChatModelForm",
     "ConversationAdmin",
@@ -29,6 +32,7 @@ __all__ = [
     "ReadOnlyMixin",
     "ShareLinkAdmin",
     "Stats",
+    "TokenUsageAdmin",
     "as_conversations",
     "can_review",
 ]

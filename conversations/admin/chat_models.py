@@ -30,6 +30,8 @@ class ChatModelForm(forms.ModelForm[ChatModel]):
             "groups",
             "enabled",
             "position",
+            "price_prompt_per_million",
+            "price_completion_per_million",
         )
 
     def clean(self) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from conversations.services import errors as refusals
 
 INVALID_REQUEST = "invalid_request_error"
 SERVER_ERROR = "server_error"
-RATE_LIMITED = "requests"  # OpenAI's type for a limit on requests (its other is "tokens")
+RATE_LIMITED = "requests"  # OpenAI's type for a limit on requests
+TOKENS = "tokens"  # and for a limit on tokens: a budget
 
 
 @dataclass(eq=False)  # compared and hashed by identity, as exceptions are
@@ -82,7 +83,7 @@ def from_refusal(refusal: refusals.SendRefused) -> GatewayError:
         return GatewayError(
             429,
             message,
-            type=RATE_LIMITED,
+            type=TOKENS if isinstance(refusal, refusals.BudgetExhausted) else RATE_LIMITED,
             code=_LIMIT_CODES.get(refusal.code, refusal.code),
             headers={"Retry-After": str(wait)},
         )

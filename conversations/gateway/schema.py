@@ -80,7 +80,11 @@ PATHS: dict[str, Any] = {
                 "409": _error("A reply is still being written in that conversation."),
                 "413": _error("The body is too large."),
                 "429": _error(
-                    "A per-user limit.", **{"Retry-After": "Seconds to wait before trying again."}
+                    "A per-user limit (type `requests`), or the user's token budget for the day "
+                    "or the month used (type `tokens`, code `budget_exhausted`).",
+                    **{
+                        "Retry-After": "Seconds to wait before trying again (a budget: until it resets)."
+                    },
                 ),
                 "500": _error("The model failed before it wrote anything."),
                 "503": _error("The model is not available, or the server stopped."),

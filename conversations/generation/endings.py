@@ -41,7 +41,7 @@ async def save_final(plan: ReplyPlan, outcome: rows.Outcome) -> MessagePayload |
     while True:
         try:
             saved: MessagePayload | None = await database_sync_to_async(rows.finish)(
-                plan.conversation_id, plan.message_id, outcome, retrying=retrying
+                plan, outcome, retrying=retrying
             )
             return saved
         except DatabaseError as exc:

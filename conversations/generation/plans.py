@@ -16,6 +16,7 @@ class ReplyPlan:
     """What a send decided, committed to the database before anything streams."""
 
     conversation_id: uuid.UUID
+    owner_id: int  # whose tokens the reply uses (see services.budgets)
     group: str
     message_id: int
     request_id: str

@@ -8,7 +8,6 @@ writer learns that it lost.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -18,8 +17,10 @@ from django.utils import timezone
 
 from conversations.engines.base import StreamResult, token_count
 from conversations.events.protocol import MessagePayload, message_payload
+from conversations.generation.plans import ReplyPlan
 from conversations.generation.recovery import INTERRUPTED_ERROR
 from conversations.models import Conversation, Message
+from conversations.services import budgets
 from conversations.services.branches import version_of
 from conversations.services.text import make_storable
 
@@ -153,15 +154,16 @@ class Outcome:
     stop_confirmed_at: datetime | None = None
 
 
-def finish(
-    conversation_id: uuid.UUID, message_id: int, outcome: Outcome, *, retrying: bool = False
-) -> MessagePayload | None:
+def finish(plan: ReplyPlan, outcome: Outcome, *, retrying: bool = False) -> MessagePayload | None:
     """Save the final state; return the row as it now is (ours, or the winner's if we lost).
 
     None if the row is gone (its conversation was deleted). `retrying`: an earlier attempt failed
     (the database was away), so recovery may have taken the row for a dead process's and marked
     it interrupted; this generation is alive and its text is whole, so it may still settle it.
+    The reply's tokens go into the owner's ledger (services.budgets) in the same transaction as
+    the row's settling, so a retried save counts them once.
     """
+    conversation_id, message_id = plan.conversation_id, plan.message_id
     fields: dict[str, Any] = {
         "content": make_storable(outcome.text),
         "error": make_storable(outcome.error),
@@ -193,10 +195,20 @@ def finish(
         # A Stop recorded after the last token stopped nothing: the reply is not a cancelled one.
         fields.update(cancel_requested_at=None, cancelled_by="")
     row = Message.objects.filter(pk=message_id)
-    if not row.transition(from_=ACTIVE, to=outcome.status, **fields) and retrying:
-        row.filter(error=INTERRUPTED_ERROR).transition(
-            from_={Status.INTERRUPTED}, to=outcome.status, **fields
-        )
+    with transaction.atomic():
+        settled = row.transition(from_=ACTIVE, to=outcome.status, **fields)
+        if not settled and retrying:
+            settled = row.filter(error=INTERRUPTED_ERROR).transition(
+                from_={Status.INTERRUPTED}, to=outcome.status, **fields
+            )
+        if settled and result is not None:
+            budgets.record_usage(
+                user_id=plan.owner_id,
+                model_slug=plan.model.slug,
+                prompt_tokens=fields["prompt_tokens"],
+                completion_tokens=fields["completion_tokens"],
+                cancelled=outcome.status == Status.CANCELLED,
+            )
     Conversation.objects.filter(pk=conversation_id).update(updated_at=timezone.now())
     saved = row.first()
     if saved is None:

@@ -25,7 +25,7 @@ from conversations.generation.plans import ReplyPlan
 from conversations.generation.recovery import replies_mark_interrupted, stale_heartbeat
 from conversations.generation.resolve import CallSettings, Resolved, resolve
 from conversations.models import Conversation, Message
-from conversations.services import branches, limits, prompt, sessions
+from conversations.services import branches, budgets, limits, prompt, sessions
 from conversations.services.errors import (
     ConversationGone,
     DuplicateSend,
@@ -101,6 +101,7 @@ def save(send: Send) -> Saved:
             )
             where = place(conversation, send.turn, shown_leaf(chosen))
             limits.check_send_allowed(owner, _counts(owner, conversation, send.idempotency_key))
+            budgets.check_budget(owner)
             saved = _write(send, chosen, where, resolved)
             # Counted here, still under the owner's lock: only a send that nothing refused counts.
             limits.send_accepted(owner)
@@ -219,6 +220,7 @@ def plan(*, conversation: Conversation, saved: Saved, call: CallSettings) -> Rep
     history = prompt.load_history(conversation.id, leaf=reply.parent_id)
     return ReplyPlan(
         conversation_id=conversation.id,
+        owner_id=conversation.owner_id,
         group=conversation.group_name,
         message_id=reply.pk,
         request_id=reply.request_id,

@@ -21,15 +21,18 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.contrib.auth import get_user_model
 
 from conversations.engines import get_engine
-from conversations.engines.base import ChatMessage, SamplingParams
+from conversations.engines.base import ChatMessage, SamplingParams, StreamResult, token_count
 from conversations.engines.specs import ModelSpec
 from conversations.events import broadcast, protocol
 from conversations.events.protocol import Cancel, TitleChanged
 from conversations.generation.background import spawn
 from conversations.generation.plans import ReplyPlan
 from conversations.models import Conversation
+from conversations.services import budgets
+from conversations.services.errors import BudgetExhausted
 from conversations.services.text import make_storable
 
 logger = logging.getLogger("chatsite.generation")
@@ -61,17 +64,28 @@ def wanted(plan: ReplyPlan) -> bool:
 def start(plan: ReplyPlan, *, reply: str) -> None:
     """Write the title of the first reply `reply` (planned by `plan`) in a task of its own."""
     question = plan.history[0].content
-    writing = write_title(plan.conversation_id, plan.group, plan.model, question, reply)
+    writing = write_title(
+        plan.conversation_id, plan.group, plan.model, question, reply, owner_id=plan.owner_id
+    )
     spawn(writing, keep=_writing, name="title")
 
 
 async def write_title(
-    conversation_id: uuid.UUID, group: str, model: ModelSpec, question: str, reply: str
+    conversation_id: uuid.UUID,
+    group: str,
+    model: ModelSpec,
+    question: str,
+    reply: str,
+    *,
+    owner_id: int,
 ) -> str | None:
-    """Ask the model for a title and save it; the title saved, or None (logged) if not."""
+    """Ask the model for a title and save it; the title saved, or None (logged) if not. Its
+    tokens are the owner's, as a reply's: none is asked for past their budget."""
+    if not await database_sync_to_async(_within_budget)(owner_id):
+        return None
     try:
         async with asyncio.timeout(TITLE_TIMEOUT_S):
-            text = await _ask(conversation_id, group, model, question, reply)
+            text = await _ask(conversation_id, group, model, question, reply, owner_id)
     except Exception as exc:
         logger.warning("no title written for conversation %s: %r", conversation_id, exc)
         return None
@@ -87,7 +101,12 @@ async def write_title(
 
 
 async def _ask(
-    conversation_id: uuid.UUID, group: str, model: ModelSpec, question: str, reply: str
+    conversation_id: uuid.UUID,
+    group: str,
+    model: ModelSpec,
+    question: str,
+    reply: str,
+    owner_id: int,
 ) -> str | None:
     """The model's answer; None if the conversation was deleted first (the request stopped)."""
     conversation = f"User: {question[:EXCERPT_CHARS]}\n\nAssistant: {reply[:EXCERPT_CHARS]}"
@@ -103,7 +122,30 @@ async def _ask(
             stopper.cancel()
             with suppress(asyncio.CancelledError):
                 await stopper
+            if stream.result is not None:
+                await database_sync_to_async(_record)(owner_id, model.slug, stream.result)
     return None if deleted.is_set() else text
+
+
+def _within_budget(owner_id: int) -> bool:
+    owner = get_user_model().objects.filter(pk=owner_id).first()
+    if owner is None:
+        return False
+    try:
+        budgets.check_budget(owner)
+    except BudgetExhausted:
+        return False
+    return True
+
+
+def _record(owner_id: int, model_slug: str, result: StreamResult) -> None:
+    budgets.record_usage(
+        user_id=owner_id,
+        model_slug=model_slug,
+        prompt_tokens=token_count(result.prompt_tokens),
+        completion_tokens=token_count(result.completion_tokens),
+        title=True,
+    )
 
 
 async def _stop_when(deleted: asyncio.Event, stop: Callable[[], Awaitable[object]]) -> None:

@@ -10,9 +10,12 @@ here, as Django and the rest of chatsite expect (`from conversations.models impo
   ShareSnapshot of messages its links share;
 - sign_ins: SignIn, a session a user signed in with (its device, when last seen);
 - invitations: Invitation, a one-use link to join, with its groups;
-- identities: ExternalIdentity, who an account is at an identity provider (single sign-on).
+- identities: ExternalIdentity, who an account is at an identity provider (single sign-on);
+- usage: TokenUsage, the ledger of tokens used, a row per user, day and model;
+- budgets: Budget, tokens a day and a month for one user or group.
 """
 
+from conversations.models.budgets import Budget
 from conversations.models.chat_models import ChatModel
 from conversations.models.conversations import Conversation, ConversationQuerySet
 from conversations.models.identities import ExternalIdentity
@@ -22,10 +25,12 @@ from conversations.models.preferences import UserPreferences
 from conversations.models.shares import ShareLink, ShareLinkQuerySet, ShareSnapshot
 from conversations.models.sign_ins import SignIn
 from conversations.models.tokens import ApiToken, ApiTokenQuerySet
+from conversations.models.usage import TokenUsage
 
 __all__ = [
     "ApiToken",
     "ApiTokenQuerySet",
+    "Budget",
     "ChatModel",
     "Conversation",
     "ConversationQuerySet",
@@ -38,5 +43,6 @@ __all__ = [
     "ShareLinkQuerySet",
     "ShareSnapshot",
     "SignIn",
+    "TokenUsage",
     "UserPreferences",
 ]

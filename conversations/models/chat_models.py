@@ -34,6 +34,21 @@ class ChatModel(models.Model):
         "auth.Group", blank=True, help_text="Who may use it; nobody chosen: everyone signed in."
     )
     enabled = models.BooleanField(default=True)
+    # What its tokens cost, for the staff's usage page; empty: not priced.
+    price_prompt_per_million = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="Cost of a million prompt tokens, in your currency (the usage page's cost).",
+    )
+    price_completion_per_million = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="Cost of a million reply tokens.",
+    )
     position = models.PositiveIntegerField(default=0, help_text="Order in the picker.")
 
     class Meta:

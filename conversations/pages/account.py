@@ -1,5 +1,5 @@
-"""The account page: who you are, your password, where you are signed in (and signing out of
-all of it), and a way to your API tokens."""
+"""The account page: who you are, your password, the tokens you used (and your budget), where
+you are signed in (and signing out of all of it), and a way to your API tokens."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from conversations.generation.deprovision import SIGNED_OUT, stop_replies_of
-from conversations.services import accounts
+from conversations.services import accounts, budgets
 from conversations.types import AuthenticatedHttpRequest
 
 logger = logging.getLogger("chatsite.accounts")
@@ -29,6 +29,7 @@ def account(request: AuthenticatedHttpRequest) -> HttpResponse:
         {
             "sign_ins": [(s, s.session_key == current) for s in sign_ins],
             "local_password": request.user.has_usable_password(),
+            "usage": budgets.usage_of(request.user),
         },
     )
 

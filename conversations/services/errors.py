@@ -1,5 +1,7 @@
 """Why a send or a cancel was refused; each has a code the socket's error event carries."""
 
+from datetime import datetime
+
 
 class SessionEnded(Exception):
     """The socket's session no longer signs its user in: it acts on nothing more and closes."""
@@ -35,6 +37,16 @@ class TooManyActive(RateLimited):
     """Its own code, because the cure differs: finish or stop a reply instead of waiting."""
 
     code = "too_many_active"
+
+
+class BudgetExhausted(RateLimited):
+    """The user's tokens for the day or the month are used: nothing starts until `resets_at`."""
+
+    code = "budget_exhausted"
+
+    def __init__(self, message: str, *, retry_after: int, resets_at: datetime) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.resets_at = resets_at
 
 
 class TooManyConversations(RateLimited):

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import openai
 import pytest
 from channels.db import database_sync_to_async
+from django.utils import timezone
 
 from conversations.models import Conversation
 from tests.gateway.conftest import Gateway
@@ -116,6 +118,23 @@ async def test_the_chat_pages_limits_apply_with_retry_after(
     # The refused call left nothing behind: two conversations, not three.
     count = database_sync_to_async(Conversation.objects.filter(owner=alice).count)
     assert await count() == 2
+
+
+async def test_the_gateway_refuses_a_used_budget_with_429_and_retry_after(
+    gateway: Callable[..., Gateway], alice: Any, alice_key: str
+) -> None:
+    server = gateway(CHAT_TOKENS_PER_DAY=1, CHAT_SCRIPTED_TOKENS=2)
+    client = server.client(alice_key)
+    await client.chat.completions.create(model="default", messages=HELLO)
+    with pytest.raises(openai.RateLimitError) as refused:
+        await client.chat.completions.create(model="default", messages=HELLO)
+    body = refused.value.response.json()["error"]
+    assert (body["type"], body["code"]) == ("tokens", "budget_exhausted")
+    now = timezone.localtime()  # chatsite's TIME_ZONE, as the server's
+    midnight = (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    wait = int(refused.value.response.headers["retry-after"])
+    assert abs(wait - (midnight - now).total_seconds()) < 120
+    assert "resets on" in body["message"]
 
 
 async def test_each_call_counts_as_a_new_conversation(

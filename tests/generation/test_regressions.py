@@ -337,7 +337,7 @@ async def test_a_final_save_outlasting_a_database_outage_keeps_the_whole_reply(
         attempts.append(retrying)
         if len(attempts) < 4:
             if len(attempts) == 2:  # meanwhile another process takes the reply for dead
-                Message.objects.filter(pk=args[1]).update(
+                Message.objects.filter(pk=args[0].message_id).update(
                     status=Message.Status.INTERRUPTED, error=INTERRUPTED_ERROR, content="par"
                 )
             raise DatabaseError("the database is away")

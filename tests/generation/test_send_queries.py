@@ -13,10 +13,10 @@ from conversations.models import Conversation, Message
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 # The transaction (2), the owner's row, the session, the conversation's row, the user's groups,
-# the admin's models, the limits' one count, the two messages, the conversation's update, the
-# user message's version, and the history read after the commit. It was 24 before the save read
-# the conversation once and the limits in one count (sends.save).
-QUERIES_PER_SEND = 13
+# the admin's models, the limits' one count, the budgets that apply, the two messages, the
+# conversation's update, the user message's version, and the history read after the commit. It
+# was 24 before the save read the conversation once and the limits in one count (sends.save).
+QUERIES_PER_SEND = 14
 
 
 def socket_send(conversation: Conversation, session_key: str, content: str) -> Send:

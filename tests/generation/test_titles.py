@@ -110,7 +110,9 @@ async def test_a_deleted_conversation_gets_no_title(alice: Any, scripted_engine:
     conversation = await database_sync_to_async(Conversation.objects.create)(owner=alice)
     conversation_id, group = conversation.id, conversation.group_name
     await database_sync_to_async(conversation.delete)()
-    saved = await titles.write_title(conversation_id, group, _spec(), "Hello", "Hi there")
+    saved = await titles.write_title(
+        conversation_id, group, _spec(), "Hello", "Hi there", owner_id=alice.pk
+    )
     assert saved is None
     assert not await database_sync_to_async(
         Conversation.objects.filter(pk=conversation_id).exists
@@ -124,7 +126,9 @@ async def test_deleting_the_conversation_stops_its_title_request_in_the_engine(
     scripted_engine.delay_s = 0.2  # a title request that would take seconds
     conversation = await database_sync_to_async(Conversation.objects.create)(owner=alice)
     writing = asyncio.create_task(
-        titles.write_title(conversation.id, conversation.group_name, _spec(), "Hello", "Hi")
+        titles.write_title(
+            conversation.id, conversation.group_name, _spec(), "Hello", "Hi", owner_id=alice.pk
+        )
     )
     while not any(r.emitted for r in title_requests(scripted_engine)):  # noqa: ASYNC110 - its progress
         await asyncio.sleep(0.01)
