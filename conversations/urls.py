@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations.pages import account, chat, imports, join, search, shares, tokens
+from conversations.pages import account, chat, imports, join, search, shares, tokens, usage
 
 urlpatterns = [
     path("", chat.conversation_list, name="conversation-list"),
@@ -49,6 +49,7 @@ urlpatterns = [
     ),
     path("s/<str:token>/", shares.share_view, name="share-view"),
     path("account/", account.account, name="account"),
+    path("usage/", usage.usage, name="usage"),
     path("join/<str:token>/", join.join, name="join"),
     path("signup/", join.signup, name="signup"),
     path(
