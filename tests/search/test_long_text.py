@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import string
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -42,9 +43,14 @@ def test_finding_7_a_reply_of_a_megabyte_of_distinct_words_is_saved_and_found_by
     text = " ".join(words)
     assert len(text) == 1_199_999  # parsed whole, 2 MB of vector
 
-    saved = rows.finish(  # the generation's final save
-        conversation.pk, reply.pk, rows.Outcome(status=Message.Status.COMPLETE, text=text)
+    # The generation's final save, given what it reads of its plan.
+    plan = SimpleNamespace(
+        conversation_id=conversation.pk,
+        message_id=reply.pk,
+        owner_id=alice.pk,
+        model=SimpleNamespace(slug="default"),
     )
+    saved = rows.finish(plan, rows.Outcome(status=Message.Status.COMPLETE, text=text))  # type: ignore[arg-type]
 
     assert saved is not None
     reply.refresh_from_db()
