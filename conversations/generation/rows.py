@@ -163,7 +163,32 @@ def finish(plan: ReplyPlan, outcome: Outcome, *, retrying: bool = False) -> Mess
     The reply's tokens go into the owner's ledger (services.budgets) in the same transaction as
     the row's settling, so a retried save counts them once.
     """
-    conversation_id, message_id = plan.conversation_id, plan.message_id
+    fields = _final_fields(outcome)
+    row = Message.objects.filter(pk=plan.message_id)
+    with transaction.atomic():
+        settled = row.transition(from_=ACTIVE, to=outcome.status, **fields)
+        if not settled and retrying:
+            settled = row.filter(error=INTERRUPTED_ERROR).transition(
+                from_={Status.INTERRUPTED}, to=outcome.status, **fields
+            )
+        if settled and outcome.result is not None:
+            budgets.record_usage(
+                user_id=plan.owner_id,
+                model_slug=plan.model.slug,
+                prompt_tokens=fields["prompt_tokens"],
+                completion_tokens=fields["completion_tokens"],
+                cancelled=outcome.status == Status.CANCELLED,
+            )
+    Conversation.objects.filter(pk=plan.conversation_id).update(updated_at=timezone.now())
+    saved = row.first()
+    if saved is None:
+        return None
+    saved.version = version_of(saved)  # the page keeps showing "2/3"
+    return message_payload(saved)
+
+
+def _final_fields(outcome: Outcome) -> dict[str, Any]:
+    """The reply's row as `outcome` leaves it."""
     fields: dict[str, Any] = {
         "content": make_storable(outcome.text),
         "error": make_storable(outcome.error),
@@ -194,27 +219,7 @@ def finish(plan: ReplyPlan, outcome: Outcome, *, retrying: bool = False) -> Mess
     else:
         # A Stop recorded after the last token stopped nothing: the reply is not a cancelled one.
         fields.update(cancel_requested_at=None, cancelled_by="")
-    row = Message.objects.filter(pk=message_id)
-    with transaction.atomic():
-        settled = row.transition(from_=ACTIVE, to=outcome.status, **fields)
-        if not settled and retrying:
-            settled = row.filter(error=INTERRUPTED_ERROR).transition(
-                from_={Status.INTERRUPTED}, to=outcome.status, **fields
-            )
-        if settled and result is not None:
-            budgets.record_usage(
-                user_id=plan.owner_id,
-                model_slug=plan.model.slug,
-                prompt_tokens=fields["prompt_tokens"],
-                completion_tokens=fields["completion_tokens"],
-                cancelled=outcome.status == Status.CANCELLED,
-            )
-    Conversation.objects.filter(pk=conversation_id).update(updated_at=timezone.now())
-    saved = row.first()
-    if saved is None:
-        return None
-    saved.version = version_of(saved)  # the page keeps showing "2/3"
-    return message_payload(saved)
+    return fields
 
 
 def unix_time(moment: float) -> datetime:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -104,7 +104,7 @@ def check_budget(user: User) -> None:
 
 
 def _exhausted(what: str, now: datetime, resets_on: date) -> BudgetExhausted:
-    resets_at = timezone.make_aware(datetime.combine(resets_on, datetime.min.time()))
+    resets_at = midnight(resets_on)
     wait = max(1, int((resets_at - now).total_seconds()))
     return BudgetExhausted(
         f"You have used {what}. Your budget resets on {resets_at:%Y-%m-%d at %H:%M} "
@@ -112,6 +112,11 @@ def _exhausted(what: str, now: datetime, resets_on: date) -> BudgetExhausted:
         retry_after=wait,
         resets_at=resets_at,
     )
+
+
+def midnight(day: date) -> datetime:
+    """When `day` begins in TIME_ZONE, where the ledger's days and the budgets' resets are."""
+    return timezone.make_aware(datetime.combine(day, time.min))
 
 
 def _duration(seconds: int) -> str:

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.db import connection
 from django.db.models import Aggregate, F, FloatField, QuerySet, Sum
 from django.db.models.functions import Extract
-from django.utils import timezone
 
 from conversations.models import ChatModel, Message, TokenUsage
+from conversations.services.budgets import midnight
 
 MILLION = Decimal(1_000_000)
 
@@ -134,12 +134,10 @@ class _Percentile(Aggregate):
 
 def ttft_by_model(since: date, until: date) -> dict[str, tuple[float | None, float | None]]:
     """Each model's p50 and p95 time to first token (ms) over the period's replies."""
-    start = timezone.make_aware(datetime.combine(since, time.min))
-    end = timezone.make_aware(datetime.combine(until + timedelta(days=1), time.min))
     replies = Message.objects.filter(
         role=Message.Role.ASSISTANT,
-        created_at__gte=start,
-        created_at__lt=end,
+        created_at__gte=midnight(since),
+        created_at__lt=midnight(until + timedelta(days=1)),
         first_token_at__isnull=False,
     )
     ttft = Extract(F("first_token_at") - F("created_at"), "epoch") * 1000
