@@ -84,6 +84,15 @@ CHAT_CONVERSATIONS_PER_MINUTE = env_int("CHAT_CONVERSATIONS_PER_MINUTE", 10, min
 CHAT_TOKENS_PER_DAY = env_int("CHAT_TOKENS_PER_DAY", 0, minimum=0)
 CHAT_TOKENS_PER_MONTH = env_int("CHAT_TOKENS_PER_MONTH", 0, minimum=0)
 
+# --- Oversight ---------------------------------------------------------------------------------
+
+# Whether staff with the view permission on conversations read their messages in the admin; off,
+# only superusers do (staff still see titles, owners and metrics). On, the owner sees in the page
+# that staff opened the conversation, and when (every such view is in the audit log either way).
+CHAT_STAFF_CAN_READ = env_bool("CHAT_STAFF_CAN_READ", True)
+# Days the audit log keeps a row: `manage.py prune_audit` deletes older ones; 0 keeps them all.
+CHAT_AUDIT_RETENTION_DAYS = env_int("CHAT_AUDIT_RETENTION_DAYS", 365, minimum=0)
+
 # --- Engines -----------------------------------------------------------------------------------
 
 CHAT_SCRIPTED_TOKENS = env_int("CHAT_SCRIPTED_TOKENS", 40, minimum=0)

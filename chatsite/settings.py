@@ -59,6 +59,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The request being served, for the audit log's rows: who acted, from where.
+    "conversations.services.audit.AuditContextMiddleware",
     # Each signed-in session's "last seen", for the account page.
     "conversations.pages.account.SeenMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",

@@ -12,7 +12,7 @@ class ConversationsConfig(AppConfig):
         from conversations import checks, signals  # noqa: F401 - registers them
         from conversations.engines import specs  # registers its setting_changed receiver
         from conversations.generation import deprovision  # noqa: F401 - its receivers
-        from conversations.services import accounts  # noqa: F401 - its receiver
+        from conversations.services import accounts, audit_receivers  # noqa: F401 - receivers
 
         # A bad CHAT_MODELS entry stops start-up here, with a message that names it.
         specs.declared_models()

@@ -8,9 +8,11 @@ permission on conversations (conversations.view_conversation), which brings the 
 - review: who may review, and the read-only mixin;
 - chat_models: the models managed here; shares: share links, which may only be revoked;
 - invitations: one-use links for a person to join, made here;
-- budgets: users' and groups' token budgets, and the ledger of tokens used (read only).
+- budgets: users' and groups' token budgets, and the ledger of tokens used (read only);
+- audit: the audit log, view only.
 """
 
+from conversations.admin.audit import AuditEventAdmin
 from conversations.admin.budgets import BudgetAdmin, TokenUsageAdmin
 from conversations.admin.chat_models import ChatModelAdmin, ChatModelForm
 from conversations.admin.conversations import ConversationAdmin, Stats, as_conversations
@@ -22,6 +24,7 @@ from conversations.admin.shares import ShareLinkAdmin
 
 __all__ = [
     "AnyMessageStatusFilter",
+    "AuditEventAdmin",
     "BudgetAdmin",
     "ChatModelAdmin",
     "ChatModelForm",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
@@ -16,10 +16,10 @@ from django.utils.html import format_html
 from conversations import search
 from conversations.admin.filters import AnyMessageStatusFilter, EngineFilter
 from conversations.admin.messages import MessageInline
-from conversations.admin.review import ReadOnlyMixin
+from conversations.admin.review import TEXT_HIDDEN, ReadOnlyMixin, can_read_text
 from conversations.api import exports
 from conversations.models import Conversation, ConversationQuerySet
-from conversations.services import branches
+from conversations.services import audit, branches
 
 
 class Stats(TypedDict):
@@ -95,8 +95,38 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin[Conversation]):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Conversation], search_term: str
     ) -> tuple[QuerySet[Conversation], bool]:
+        if not can_read_text(request):
+            # Finding a conversation by a word of it would read it: titles only.
+            return super().get_search_results(request, queryset, search_term)
         # An Exists subquery, so no duplicate rows and no DISTINCT over the annotations.
         return search.filter_matching(as_conversations(queryset), search_term), False
+
+    def get_fields(self, request: HttpRequest, obj: Conversation | None = None) -> Any:
+        if can_read_text(request, obj):
+            return self.fields
+        return tuple(field for field in self.fields if field != "system_prompt")
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Conversation | None = None,
+    ) -> HttpResponse:
+        response = super().render_change_form(request, context, add, change, form_url, obj)
+        if obj is not None:
+            audit.staff_view(
+                request, obj, what="admin page", text_shown=can_read_text(request, obj)
+            )
+            # "View on site" opens the chat page, which is its owner's alone: for anyone else
+            # it would be a 404, so they get no link.
+            if obj.owner_id != request.user.pk:
+                context_data = cast(TemplateResponse, response).context_data
+                if context_data is not None:
+                    context_data["has_absolute_url"] = False
+        return response
 
     @admin.display(description="Messages", ordering="message_count")
     def message_count(self, conversation: ConversationWithStats) -> int:
@@ -134,10 +164,15 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin[Conversation]):
         conversation = self.get_object(request, object_id)
         if conversation is None:
             raise Http404("No such conversation.")
+        readable = can_read_text(request, conversation)
         fmt = request.GET.get("download")
         if fmt in exports.FORMATS:
+            if not readable:
+                raise PermissionDenied(TEXT_HIDDEN)
+            audit.staff_view(request, conversation, what=f"download ({fmt})", text_shown=True)
             one = Conversation.objects.filter(pk=conversation.pk)
             return self._download(one, fmt, str(conversation), many=False)
+        audit.staff_view(request, conversation, what="transcript", text_shown=readable)
         # Every message, in order, each saying where it stands: on the branch its owner sees, or
         # another version of its turn.
         messages = branches.place_all(
@@ -149,21 +184,35 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin[Conversation]):
             "title": f"Transcript: {conversation}",
             "conversation": conversation,
             "entries": [(m, exports.stop_note(m)) for m in messages],
-            "formats": list(exports.FORMATS),
+            "formats": list(exports.FORMATS) if readable else [],
+            "text_hidden": "" if readable else TEXT_HIDDEN,
         }
         return TemplateResponse(
             request, "admin/conversations/conversation/transcript.html", context
         )
 
     @admin.action(description="Export selected conversations as JSON", permissions=["view"])
-    def export_json(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> HttpResponse:
-        return self._download(queryset, "json", f"conversations-{timezone.now():%Y%m%d-%H%M%S}")
+    def export_json(
+        self, request: HttpRequest, queryset: QuerySet[Conversation]
+    ) -> HttpResponse | None:
+        return self._export(request, queryset, "json")
 
     @admin.action(description="Export selected conversations as Markdown", permissions=["view"])
     def export_markdown(
         self, request: HttpRequest, queryset: QuerySet[Conversation]
-    ) -> HttpResponse:
-        return self._download(queryset, "markdown", f"conversations-{timezone.now():%Y%m%d-%H%M%S}")
+    ) -> HttpResponse | None:
+        return self._export(request, queryset, "markdown")
+
+    def _export(
+        self, request: HttpRequest, queryset: QuerySet[Conversation], fmt: str
+    ) -> HttpResponse | None:
+        if not can_read_text(request):
+            self.message_user(request, TEXT_HIDDEN, level="error")
+            return None
+        # Each other person's conversation in the file is a view of it, as on its own page.
+        for conversation in queryset.select_related("owner"):
+            audit.staff_view(request, conversation, what=f"export ({fmt})", text_shown=True)
+        return self._download(queryset, fmt, f"conversations-{timezone.now():%Y%m%d-%H%M%S}")
 
     def _download(
         self, queryset: QuerySet[Conversation], fmt: str, stem: str, *, many: bool = True

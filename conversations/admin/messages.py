@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 
-from conversations.admin.review import ReadOnlyMixin, can_review
+from conversations.admin.review import ReadOnlyMixin, can_read_text, can_review
 from conversations.models import Conversation, Message
 from conversations.services import branches
 
@@ -25,6 +25,11 @@ class MessageInline(ReadOnlyMixin, admin.TabularInline[Message, Conversation]):
     def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         # Messages are part of the conversation: its view permission is the one that counts.
         return can_review(request)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if can_read_text(request, obj):
+            return self.fields
+        return tuple(field for field in self.fields if field != "content")
 
     @admin.display(description="Branch")
     def branch(self, message: Message) -> str:

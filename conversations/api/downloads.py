@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 from django.conf import settings
 from django.http import HttpResponse
@@ -20,8 +21,9 @@ from conversations.api import cursors, exports
 from conversations.api.conversations import NOT_YOURS, filtered
 from conversations.api.serializers import ConversationDetailSerializer, ConversationFilterSerializer
 from conversations.models import Conversation
+from conversations.services import audit
 from conversations.services.conversations import conversation_or_404
-from conversations.types import ConversationId
+from conversations.types import ConversationId, User
 
 EXPORT_FORMAT = OpenApiParameter(
     "format", OpenApiTypes.STR, enum=list(exports.FORMATS), default="json", description="File type."
@@ -64,6 +66,12 @@ class ConversationExport(APIView):
             queryset=exports.with_messages(Conversation.objects.all()),
         )
         body = exports.render([conversation], fmt, many=False)
+        audit.record(
+            audit.Event.EXPORT,
+            subject=cast(User, request.user),
+            conversation=conversation,
+            format=fmt,
+        )
         return exports.download(body, fmt, stem=str(conversation))
 
 
@@ -110,6 +118,14 @@ class JsonlExport(APIView):
         conversations = filtered(request).oldest_created_first()
         conversations = cursors.after(conversations, request.query_params.get("cursor", ""))
         page = exports.jsonl_page(conversations, max_bytes=settings.CHAT_EXPORT_PAGE_BYTES)
+        # A row a page: each is a download of its own, and a history's first page is its start.
+        audit.record(
+            audit.Event.EXPORT,
+            subject=cast(User, request.user),
+            format="jsonl",
+            first_page="cursor" not in request.query_params,
+            filters={k: v for k, v in request.query_params.items() if k in ("q", "since", "until")},
+        )
         response = HttpResponse(
             page.body,
             content_type=exports.JSONL_CONTENT_TYPE,

@@ -37,6 +37,7 @@ from conversations.imports.source import (
 )
 from conversations.imports.writing import ConversationWriter
 from conversations.models import Conversation
+from conversations.services import audit
 from conversations.services.text import make_storable
 from conversations.types import User
 
@@ -128,6 +129,7 @@ def _run(importer: _Importer, file: IO[bytes]) -> None:
         if not importer.keep_partial:
             with transaction.atomic():
                 importer.run(values, reader)
+                _audited(importer)
         else:
             try:
                 importer.run(values, reader)
@@ -135,6 +137,19 @@ def _run(importer: _Importer, file: IO[bytes]) -> None:
                 if not importer.report.imported:
                     raise
                 importer.report.stopped = f"{exc.message} The conversations before it were kept."
+            _audited(importer)
+
+
+def _audited(importer: _Importer) -> None:
+    report = importer.report
+    audit.record(
+        audit.Event.IMPORT,
+        subject=importer.owner,
+        format=report.format,
+        imported=len(report.imported),
+        skipped=len(report.skipped),
+        stopped=bool(report.stopped),
+    )
 
 
 class _Importer:

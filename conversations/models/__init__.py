@@ -12,9 +12,11 @@ here, as Django and the rest of chatsite expect (`from conversations.models impo
 - invitations: Invitation, a one-use link to join, with its groups;
 - identities: ExternalIdentity, who an account is at an identity provider (single sign-on);
 - usage: TokenUsage, the ledger of tokens used, a row per user, day and model;
-- budgets: Budget, tokens a day and a month for one user or group.
+- budgets: Budget, tokens a day and a month for one user or group;
+- audit: AuditEvent, the append-only audit log.
 """
 
+from conversations.models.audit import AuditEvent, AuditEventQuerySet
 from conversations.models.budgets import Budget
 from conversations.models.chat_models import ChatModel
 from conversations.models.conversations import Conversation, ConversationQuerySet
@@ -30,6 +32,8 @@ from conversations.models.usage import TokenUsage
 __all__ = [
     "ApiToken",
     "ApiTokenQuerySet",
+    "AuditEvent",
+    "AuditEventQuerySet",
     "Budget",
     "ChatModel",
     "Conversation",

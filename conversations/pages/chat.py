@@ -18,7 +18,7 @@ from conversations.imports import FORMATS
 from conversations.models import Conversation, UserPreferences
 from conversations.pages.forms import ConversationSettingsForm, TitleForm
 from conversations.pages.htmx import HtmxRequest
-from conversations.services import branches
+from conversations.services import audit, branches
 from conversations.services.conversations import (
     conversation_configure,
     conversation_create,
@@ -166,6 +166,8 @@ def _detail_page(
             "current_model": current,
             "settings_form": settings_form,
             "origin_note": origin_note(conversation),
+            "staff_views": audit.staff_views_shown_to_owner(conversation),
+            "staff_views_max": audit.SHOWN_TO_OWNER,
         },
         status=status,
     )

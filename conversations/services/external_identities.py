@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from conversations.models import ExternalIdentity
+from conversations.services import audit
 from conversations.types import User
 
 # What Django's username validator allows; anything else in a provider's username becomes "-".
@@ -59,8 +60,10 @@ def external_user_sign_in(*, profile: ExternalProfile) -> User | None:
     user = identity.user
     if not user.is_active:
         return None
-    _update_details(user, profile)
-    _sync_groups(identity, profile)
+    # The audit log's rows of what changes name the provider as who changed it.
+    with audit.acting_as(f"{profile.provider} (single sign-on)"):
+        _update_details(user, profile)
+        _sync_groups(identity, profile)
     return user
 
 

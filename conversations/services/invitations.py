@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from conversations.models import Invitation
+from conversations.services import audit
 from conversations.services.tokens import key_hash
 from conversations.types import User
 
@@ -33,13 +34,21 @@ def invitation_create(
     not stored and cannot be shown again."""
     token = secrets.token_urlsafe(32)
     lifetime = timedelta(days=days if days is not None else settings.CHAT_INVITATION_DAYS)
-    invitation = Invitation.objects.create(
-        token_hash=key_hash(token),
-        note=note,
-        created_by=created_by,
-        expires_at=timezone.now() + lifetime,
-    )
-    invitation.groups.set(groups)
+    with transaction.atomic():
+        invitation = Invitation.objects.create(
+            token_hash=key_hash(token),
+            note=note,
+            created_by=created_by,
+            expires_at=timezone.now() + lifetime,
+        )
+        invitation.groups.set(groups)
+        audit.record(
+            audit.Event.INVITATION_CREATED,
+            actor=created_by,
+            invitation=invitation.pk,
+            groups=sorted(group.name for group in invitation.groups.all()),
+            expires_at=invitation.expires_at.isoformat(),
+        )
     return invitation, token
 
 
@@ -65,6 +74,9 @@ def invitation_accept(*, token: str, username: str, password: str) -> User:
         invitation.used_at = timezone.now()
         invitation.used_by = user
         invitation.save(update_fields=["used_at", "used_by"])
+        audit.record(
+            audit.Event.INVITATION_ACCEPTED, actor=user, subject=user, invitation=invitation.pk
+        )
     return user
 
 

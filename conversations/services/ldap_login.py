@@ -21,6 +21,7 @@ from django.conf import settings
 from django_auth_ldap.backend import LDAPBackend
 
 from conversations.models import ExternalIdentity
+from conversations.services import audit
 
 
 class LdapBackend(LDAPBackend):  # type: ignore[misc]  # django-auth-ldap ships no types
@@ -33,7 +34,9 @@ class LdapBackend(LDAPBackend):  # type: ignore[misc]  # django-auth-ldap ships 
         # server, ldap://localhost, should this backend be listed anyway.
         if not getattr(settings, "AUTH_LDAP_SERVER_URI", ""):
             return None
-        return super().authenticate(request, username=username, password=password, **kwargs)
+        # The audit log's rows of what it changes (mirrored groups, the staff flag) name it.
+        with audit.acting_as("the directory (LDAP)"):
+            return super().authenticate(request, username=username, password=password, **kwargs)
 
     def get_or_build_user(self, username: str, ldap_user: Any) -> tuple[Any, bool]:
         user, built = super().get_or_build_user(username, ldap_user)

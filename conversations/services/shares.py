@@ -26,7 +26,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from conversations.models import Conversation, Message, ShareLink, ShareSnapshot
-from conversations.services import branches
+from conversations.services import audit, branches
 from conversations.services.tokens import key_hash
 from conversations.types import User
 
@@ -92,6 +92,13 @@ def share_create(*, conversation: Conversation, created_by: User) -> tuple[Share
             snapshot_id=_stored_snapshot(conversation, messages),
             message_count=len(messages),
         )
+        audit.record(
+            audit.Event.SHARE_CREATED,
+            conversation=conversation,
+            actor=created_by,
+            share=share.pk,
+            messages=share.message_count,
+        )
     return share, token
 
 
@@ -141,6 +148,8 @@ def share_revoke(*, share: ShareLink) -> bool:
         )
         if revoked and share.snapshot_id is not None:
             _delete_if_unshown(share.snapshot_id)
+        if revoked:
+            audit.record(audit.Event.SHARE_REVOKED, conversation=share.conversation, share=share.pk)
     return revoked == 1
 
 

@@ -8,10 +8,12 @@ import hashlib
 import secrets
 from datetime import timedelta
 
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from conversations.models import ApiToken
+from conversations.services import audit
 from conversations.types import User
 
 KEY_PREFIX = "cs_"
@@ -27,21 +29,28 @@ def key_hash(key: str) -> str:
 def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
     """Create a token; returns it and its key, which is not stored and cannot be shown again."""
     key = KEY_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(
-        user=user,
-        name=name.strip()[:100] or "API token",
-        prefix=key[:SHOWN_PREFIX_LENGTH],
-        key_hash=key_hash(key),
-    )
+    with transaction.atomic():
+        token = ApiToken.objects.create(
+            user=user,
+            name=name.strip()[:100] or "API token",
+            prefix=key[:SHOWN_PREFIX_LENGTH],
+            key_hash=key_hash(key),
+        )
+        audit.record(audit.Event.TOKEN_CREATED, subject=user, token=token.prefix, name=token.name)
     return token, key
 
 
 def api_token_revoke(*, token: ApiToken) -> bool:
     """Revoke a token; False if it was already revoked."""
     # Conditional, so two revokes (two tabs) keep the first revocation time.
-    revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
-        revoked_at=timezone.now()
-    )
+    with transaction.atomic():
+        revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        if revoked:
+            audit.record(
+                audit.Event.TOKEN_REVOKED, subject=token.user, token=token.prefix, name=token.name
+            )
     return revoked == 1
 
 

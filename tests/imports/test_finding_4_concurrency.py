@@ -46,8 +46,17 @@ class Held:
             held.started.release()
             assert held.release.wait(WAIT_S), "never released"
 
+        # Nor does a held import write its audit row: on SQLite, a write from another thread
+        # waits on the test's own transaction ("database table is locked").
+        audited: Callable[..., None] = importer._audited
+
+        def audited_in_main_thread(importer_run: Any) -> None:
+            if threading.current_thread() is threading.main_thread():
+                audited(importer_run)
+
         self.started = threading.Semaphore(0)
         monkeypatch.setattr(importer._Importer, "run", run)
+        monkeypatch.setattr(importer, "_audited", audited_in_main_thread)
 
     def start(self, owner: Any) -> None:
         """Start an import of `owner`'s in a thread, and return once it is inside the import."""

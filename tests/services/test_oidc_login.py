@@ -28,7 +28,7 @@ from django.test import Client
 from django.urls import include, path
 
 from conversations.engines.catalogue import models_for
-from conversations.models import ExternalIdentity
+from conversations.models import AuditEvent, ExternalIdentity
 from conversations.services import oidc
 from tests.support.oidc_provider import (
     NEEDS_NODE,
@@ -217,6 +217,14 @@ def test_it_follows_the_providers_groups_at_the_next_login(
     assert removed == [{"team", "admins"}]
     assert not dana.is_staff
     assert model_slugs(dana) == ["open"]
+    # The audit log names the provider as who changed dana's groups at the sign-in.
+    changes = AuditEvent.objects.filter(event="groups_changed", subject_id=dana.pk).order_by("id")
+    by_provider = [(e.actor, e.detail) for e in changes if e.actor.endswith("(single sign-on)")]
+    assert [detail for _, detail in by_provider][-2:] == [
+        {"removed": ["admins", "team"]},
+        {"added": ["readers"]},
+    ]
+    assert by_provider[-1][0] == f"oidc:{sso.issuer} (single sign-on)"
 
 
 def test_it_never_signs_into_a_local_account_with_the_same_username_or_email(

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from conversations.imports import FORMATS
 from conversations.imports.importer import ImportReport, import_history
 from conversations.imports.source import ImportRefused
+from conversations.services import audit
 
 
 class Command(BaseCommand):
@@ -40,7 +41,7 @@ class Command(BaseCommand):
             raise CommandError(f"No user is named {options['username']!r}.") from None
         path: Path = options["file"]
         try:
-            with path.open("rb") as file:
+            with path.open("rb") as file, audit.acting_as("manage.py import_history"):
                 report = import_history(
                     owner=owner,
                     file=file,
