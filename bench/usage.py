@@ -5,8 +5,8 @@ them, as replies write them.
     python -m bench.usage                        # seeds once, then measures
     python -m bench.usage --repeat 50 --json bench/results/usage.json
 
-It times the page (`/usage/`, rendered for a staff member through Django's test client, the
-ledger's totals and the messages' TTFT percentiles included) for each period it offers, and its
+It times the page (`/usage/`, rendered for a staff member through Django's test client: the
+ledger's totals and the TTFT percentiles from their buckets) for each period it offers, and its
 CSV. PostgreSQL by default, in a database of its own (created if missing); the history is kept,
 and a later run with the same sizes reuses it.
 """
@@ -18,6 +18,7 @@ import json
 import os
 import random
 import time
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -86,18 +87,18 @@ def _seeded(messages: int) -> None:
 
 def _seed(messages: int) -> None:
     """Turns of a question and a reply, spread over the year; each reply's tokens go into the
-    ledger as rows.finish writes them (a row per person, day and model)."""
+    ledger, and its time to first token into its bucket, as rows.finish writes them."""
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
     from django.utils import timezone
 
-    from conversations.models import Conversation, Message, TokenUsage
-    from conversations.services.budgets import midnight
+    from conversations.models import Conversation, FirstTokenTimes, Message, TokenUsage
 
     rng = random.Random(26)
     Message.objects.all().delete()
     Conversation.objects.all().delete()
     TokenUsage.objects.all().delete()
+    FirstTokenTimes.objects.all().delete()
     users = get_user_model().objects
     users.filter(username__startswith="usage-").delete()
     groups = [Group.objects.get_or_create(name=f"usage-team-{n}")[0] for n in range(GROUPS)]
@@ -108,31 +109,34 @@ def _seed(messages: int) -> None:
     users.create_superuser("usage-staff", "staff@example.com", "usage-staff")
 
     today = timezone.localdate()
-    ledger: dict[tuple[int, Any, str], TokenUsage] = {}
-    turns = messages // 2
     # The replies' times are the year's, not now: auto_now_add would overwrite them on insert,
     # and a bulk_update of 200,000 rows afterwards costs minutes.
     created_at = Message._meta.get_field("created_at")
     created_at.auto_now_add = False  # type: ignore[attr-defined]
     try:
-        _write(rng, people, turns, ledger, today, midnight)
+        ledger, buckets = _write(rng, people, messages // 2, today)
     finally:
         created_at.auto_now_add = True  # type: ignore[attr-defined]
     TokenUsage.objects.bulk_create(ledger.values(), batch_size=BATCH)
+    FirstTokenTimes.objects.bulk_create(
+        [
+            FirstTokenTimes(day=day, model_slug=model, bucket=bucket, replies=replies)
+            for (day, model, bucket), replies in buckets.items()
+        ],
+        batch_size=BATCH,
+    )
 
 
 def _write(
-    rng: random.Random,
-    people: list[Any],
-    turns: int,
-    ledger: dict[Any, Any],
-    today: Any,
-    midnight: Any,
-) -> None:
+    rng: random.Random, people: list[Any], turns: int, today: Any
+) -> tuple[dict[tuple[int, Any, str], Any], Counter[tuple[Any, str, int]]]:
     from django.db import transaction
 
-    from conversations.models import Conversation, Message, TokenUsage
+    from conversations.models import Conversation, FirstTokenTimes, Message, TokenUsage
+    from conversations.services.budgets import midnight
 
+    ledger: dict[tuple[int, Any, str], TokenUsage] = {}
+    buckets: Counter[tuple[Any, str, int]] = Counter()
     per_conversation = 10
     with transaction.atomic():
         for start in range(0, turns, BATCH):
@@ -149,6 +153,7 @@ def _write(
                 model = rng.choice(MODELS)
                 prompt, completion = rng.randint(20, 2_000), rng.randint(10, 800)
                 cancelled = rng.random() < 0.05
+                ttft_ms = rng.lognormvariate(5, 0.6)
                 rows.append(Message(conversation=chat, role="user", content="q", created_at=at))
                 rows.append(
                     Message(
@@ -160,7 +165,7 @@ def _write(
                         prompt_tokens=prompt,
                         completion_tokens=completion,
                         created_at=at,
-                        first_token_at=at + timedelta(milliseconds=rng.lognormvariate(5, 0.6)),
+                        first_token_at=at + timedelta(milliseconds=ttft_ms),
                     )
                 )
                 usage = ledger.setdefault(
@@ -171,7 +176,9 @@ def _write(
                 usage.cancelled += cancelled
                 usage.prompt_tokens += prompt
                 usage.completion_tokens += completion
+                buckets[(day, model, FirstTokenTimes.bucket_of(ttft_ms))] += 1
             Message.objects.bulk_create(rows)
+    return ledger, buckets
 
 
 def _measure(repeat: int) -> list[dict[str, Any]]:

@@ -178,6 +178,7 @@ def finish(plan: ReplyPlan, outcome: Outcome, *, retrying: bool = False) -> Mess
                 prompt_tokens=fields["prompt_tokens"],
                 completion_tokens=fields["completion_tokens"],
                 cancelled=outcome.status == Status.CANCELLED,
+                ttft_ms=_ttft_ms(plan, fields["first_token_at"]),
             )
     Conversation.objects.filter(pk=plan.conversation_id).update(updated_at=timezone.now())
     saved = row.first()
@@ -185,6 +186,15 @@ def finish(plan: ReplyPlan, outcome: Outcome, *, retrying: bool = False) -> Mess
         return None
     saved.version = version_of(saved)  # the page keeps showing "2/3"
     return message_payload(saved)
+
+
+def _ttft_ms(plan: ReplyPlan, first_token_at: datetime | None) -> float | None:
+    """From the reply's row being made (the send) to its first token, as the usage page counts
+    it: the wait a person had, a model's loading included."""
+    created = plan.started.message["created_at"]
+    if first_token_at is None or not created:
+        return None
+    return (first_token_at - datetime.fromisoformat(created)).total_seconds() * 1000
 
 
 def _final_fields(outcome: Outcome) -> dict[str, Any]:

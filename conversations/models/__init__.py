@@ -11,7 +11,8 @@ here, as Django and the rest of chatsite expect (`from conversations.models impo
 - sign_ins: SignIn, a session a user signed in with (its device, when last seen);
 - invitations: Invitation, a one-use link to join, with its groups;
 - identities: ExternalIdentity, who an account is at an identity provider (single sign-on);
-- usage: TokenUsage, the ledger of tokens used, a row per user, day and model;
+- usage: TokenUsage, the ledger of tokens used, a row per user, day and model, and
+  FirstTokenTimes, the replies' times to first token a day and model, in buckets;
 - budgets: Budget, tokens a day and a month for one user or group;
 - audit: AuditEvent, the append-only audit log.
 """
@@ -27,7 +28,7 @@ from conversations.models.preferences import UserPreferences
 from conversations.models.shares import ShareLink, ShareLinkQuerySet, ShareSnapshot
 from conversations.models.sign_ins import SignIn
 from conversations.models.tokens import ApiToken, ApiTokenQuerySet
-from conversations.models.usage import TokenUsage
+from conversations.models.usage import FirstTokenTimes, TokenUsage
 
 __all__ = [
     "ApiToken",
@@ -39,6 +40,7 @@ __all__ = [
     "Conversation",
     "ConversationQuerySet",
     "ExternalIdentity",
+    "FirstTokenTimes",
     "Invitation",
     "InvitationQuerySet",
     "Message",

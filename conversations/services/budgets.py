@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db.models import F, Q, Sum
 from django.utils import timezone
 
-from conversations.models import Budget, TokenUsage
+from conversations.models import Budget, FirstTokenTimes, TokenUsage
 from conversations.services.errors import BudgetExhausted
 from conversations.types import User
 
@@ -135,11 +135,12 @@ def record_usage(
     completion_tokens: int | None,
     cancelled: bool = False,
     title: bool = False,
+    ttft_ms: float | None = None,
 ) -> None:
-    """Add a reply's (or a title's) tokens to today's row of the ledger."""
-    row, _ = TokenUsage.objects.get_or_create(
-        user_id=user_id, day=timezone.localdate(), model_slug=model_slug
-    )
+    """Add a reply's (or a title's) tokens to today's row of the ledger, and the reply's time to
+    its first token (None: it had none) to today's bucket of the model's."""
+    today = timezone.localdate()
+    row, _ = TokenUsage.objects.get_or_create(user_id=user_id, day=today, model_slug=model_slug)
     TokenUsage.objects.filter(pk=row.pk).update(
         replies=F("replies") + (0 if title else 1),
         cancelled=F("cancelled") + (1 if cancelled else 0),
@@ -147,3 +148,8 @@ def record_usage(
         prompt_tokens=F("prompt_tokens") + (prompt_tokens or 0),
         completion_tokens=F("completion_tokens") + (completion_tokens or 0),
     )
+    if ttft_ms is not None:
+        bucket, _ = FirstTokenTimes.objects.get_or_create(
+            day=today, model_slug=model_slug, bucket=FirstTokenTimes.bucket_of(ttft_ms)
+        )
+        FirstTokenTimes.objects.filter(pk=bucket.pk).update(replies=F("replies") + 1)

@@ -1,24 +1,23 @@
 """The staff's usage page: tokens, replies, cancelled share and cost per day, person, group and
 model over a period, from the TokenUsage ledger (a row per user, day and model, so a year of a
 large team is thousands of rows, not the messages), and the time to first token per model from
-the replies of the period (PostgreSQL's percentile_cont over an index on the replies' start)."""
+the FirstTokenTimes rollup (a row per day, model and bucket): neither reads a message."""
 
 from __future__ import annotations
 
-import statistics
+import math
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from django.db import connection
-from django.db.models import Aggregate, F, FloatField, QuerySet, Sum
-from django.db.models.functions import Extract
+from django.contrib.auth import get_user_model
+from django.db.models import QuerySet, Sum
 
-from conversations.models import ChatModel, Message, TokenUsage
-from conversations.services.budgets import midnight
+from conversations.models import ChatModel, FirstTokenTimes, TokenUsage
 
 MILLION = Decimal(1_000_000)
+User = get_user_model()
 
 
 @dataclass
@@ -56,25 +55,53 @@ class Report:
 
 
 def report(since: date, until: date) -> Report:
-    """Everything used from `since` to `until`, both days included."""
+    """Everything used from `since` to `until`, both days included.
+
+    Two sums of the ledger (per day and model, per person and model) make every table: the
+    models' and the total from the first, the groups' from the second, so a long period costs
+    two scans of its rows, not five."""
     rows = TokenUsage.objects.filter(day__gte=since, day__lte=until)
     prices = _prices()
-    total = _one(rows, "all", prices)
-    by_day = [_totals(str(key), group, prices) for key, group in _grouped(rows, "day")]
+    per_day = _grouped(rows, "day")
+    per_person = _grouped(rows, "user__username", "user_id")
+    everything = [sums for _, group in per_day for sums in group]
+    total = _totals("all", everything, prices)
+    by_day = [_totals(str(day), group, prices) for day, group in per_day]
     by_person = [
-        _totals(key or "(deleted account)", group, prices)
-        for key, group in _grouped(rows, "user__username")
+        _totals(username or "(deleted account)", group, prices) for username, group in per_person
     ]
-    # A person in two groups counts in both: each group's line is its members' whole use.
-    by_group = [
-        _totals(key, group, prices)
-        for key, group in _grouped(rows.filter(user__groups__isnull=False), "user__groups__name")
+    by_model = [
+        _totals(slug, group, prices) for slug, group in _by_key(everything, "model_slug").items()
     ]
-    by_model = [_totals(key, group, prices) for key, group in _grouped(rows, "model_slug")]
+    by_group = [_totals(name, group, prices) for name, group in _per_group(per_person).items()]
     ttft = ttft_by_model(since, until)
     for line in by_model:
         line.ttft_p50_ms, line.ttft_p95_ms = ttft.get(line.label, (None, None))
     return Report(since, until, total, by_day, by_person, by_group, by_model)
+
+
+def _per_group(
+    per_person: list[tuple[Any, list[dict[str, Any]]]],
+) -> dict[str, list[dict[str, Any]]]:
+    """Each group's members' sums. A person in two groups counts in both: each group's line is
+    its members' whole use."""
+    members = [group[0]["user_id"] for _, group in per_person if group[0]["user_id"] is not None]
+    groups_of: dict[int, list[str]] = {}
+    memberships = User.groups.through.objects.filter(user_id__in=members)
+    for user_id, name in memberships.values_list("user_id", "group__name").order_by("group__name"):
+        groups_of.setdefault(user_id, []).append(name)
+    lines: dict[str, list[dict[str, Any]]] = {}
+    for _, group in per_person:
+        for name in groups_of.get(group[0]["user_id"], []):
+            lines.setdefault(name, []).extend(group)
+    return dict(sorted(lines.items()))
+
+
+def _by_key(sums: list[dict[str, Any]], key: str) -> dict[Any, list[dict[str, Any]]]:
+    lines: dict[Any, list[dict[str, Any]]] = {}
+    for one in sums:
+        lines.setdefault(one[key], []).append(one)
+    return dict(sorted(lines.items()))
 
 
 def _prices() -> dict[str, tuple[Decimal | None, Decimal | None]]:
@@ -95,17 +122,12 @@ SUMS = {
 }
 
 
-def _grouped(rows: QuerySet[TokenUsage], key: str) -> list[tuple[Any, list[dict[str, Any]]]]:
-    """Per `key`, the sums of each model (the cost is per model): [(key, [sums...])]."""
+def _grouped(rows: QuerySet[TokenUsage], *keys: str) -> list[tuple[Any, list[dict[str, Any]]]]:
+    """Per the first of `keys`, the sums of each model (the cost is per model): [(key, [sums])]."""
     lines: dict[Any, list[dict[str, Any]]] = {}
-    for sums in rows.values(key, "model_slug").annotate(**SUMS).order_by(key, "model_slug"):
-        lines.setdefault(sums[key], []).append(sums)
+    for sums in rows.values(*keys, "model_slug").annotate(**SUMS).order_by(*keys, "model_slug"):
+        lines.setdefault(sums[keys[0]], []).append(sums)
     return list(lines.items())
-
-
-def _one(rows: QuerySet[TokenUsage], label: str, prices: Any) -> Totals:
-    per_model: list[dict[str, Any]] = [dict(s) for s in rows.values("model_slug").annotate(**SUMS)]
-    return _totals(label, per_model, prices)
 
 
 def _totals(label: str, per_model: list[dict[str, Any]], prices: Any) -> Totals:
@@ -124,38 +146,31 @@ def _totals(label: str, per_model: list[dict[str, Any]], prices: Any) -> Totals:
     return line
 
 
-class _Percentile(Aggregate):
-    """PostgreSQL's percentile_cont, which Django does not ship."""
-
-    function = "PERCENTILE_CONT"
-    template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)"
-    output_field = FloatField()
-
-
 def ttft_by_model(since: date, until: date) -> dict[str, tuple[float | None, float | None]]:
-    """Each model's p50 and p95 time to first token (ms) over the period's replies."""
-    replies = Message.objects.filter(
-        role=Message.Role.ASSISTANT,
-        created_at__gte=midnight(since),
-        created_at__lt=midnight(until + timedelta(days=1)),
-        first_token_at__isnull=False,
+    """Each model's p50 and p95 time to first token (ms) over the period's replies, from their
+    buckets (within 5%): the nearest rank's bucket, as a bucket holds no finer times."""
+    counts = (
+        FirstTokenTimes.objects.filter(day__gte=since, day__lte=until)
+        .values_list("model_slug", "bucket")
+        .annotate(replies=Sum("replies"))
+        .order_by("model_slug", "bucket")
     )
-    ttft = Extract(F("first_token_at") - F("created_at"), "epoch") * 1000
-    if connection.vendor == "postgresql":
-        found = replies.values("model_slug").annotate(
-            p50=_Percentile(ttft, fraction=0.5), p95=_Percentile(ttft, fraction=0.95)
-        )
-        return {row["model_slug"]: (row["p50"], row["p95"]) for row in found}
-    # SQLite (one person's laptop): few replies, read and sorted here.
-    times: dict[str, list[float]] = {}
-    for slug, started, first in replies.values_list("model_slug", "created_at", "first_token_at"):
-        if first is not None:
-            times.setdefault(slug, []).append((first - started).total_seconds() * 1000)
-    return {slug: _quantiles(values) for slug, values in times.items()}
+    buckets: dict[str, list[tuple[int, int]]] = {}
+    for slug, bucket, replies in counts:
+        buckets.setdefault(slug, []).append((bucket, replies))
+    return {
+        slug: (_nearest_rank(found, 0.5), _nearest_rank(found, 0.95))
+        for slug, found in buckets.items()
+    }
 
 
-def _quantiles(values: list[float]) -> tuple[float | None, float | None]:
-    if len(values) < 2:
-        return (values[0], values[0]) if values else (None, None)
-    cuts = statistics.quantiles(values, n=100, method="inclusive")
-    return statistics.median(values), cuts[94]
+def _nearest_rank(buckets: list[tuple[int, int]], fraction: float) -> float | None:
+    """The time of the bucket holding the ceil(fraction * n)-th reply, buckets in order."""
+    total = sum(replies for _, replies in buckets)
+    rank = max(1, math.ceil(fraction * total))
+    seen = 0
+    for bucket, replies in buckets:
+        seen += replies
+        if seen >= rank:
+            return round(FirstTokenTimes.ms_of(bucket), 1)
+    return None

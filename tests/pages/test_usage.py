@@ -12,15 +12,26 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, Permission
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.db.models import F
 from django.utils import timezone
 
-from conversations.models import ChatModel, Conversation, Message, TokenUsage
+from conversations.models import ChatModel, Conversation, FirstTokenTimes, Message, TokenUsage
 from conversations.services import budgets
 
 pytestmark = [pytest.mark.django_db]
 
 
-def reply(user: Any, model: str, prompt: int, completion: int, *, cancelled: bool = False) -> None:
+def reply(
+    user: Any,
+    model: str,
+    prompt: int,
+    completion: int,
+    *,
+    cancelled: bool = False,
+    ttft_ms: float | None = None,
+) -> None:
     """A reply saved as a generation saves it: the row, and its tokens in the ledger."""
     conversation = Conversation.objects.create(owner=user)
     Message.objects.create(
@@ -37,6 +48,7 @@ def reply(user: Any, model: str, prompt: int, completion: int, *, cancelled: boo
         prompt_tokens=prompt,
         completion_tokens=completion,
         cancelled=cancelled,
+        ttft_ms=ttft_ms,
     )
 
 
@@ -138,15 +150,40 @@ def test_only_staff_with_the_permission_see_it(client: Any, users: dict[str, Any
     assert client.get("/usage/").status_code == 302  # to the login page
 
 
-def test_the_time_to_first_token_per_model_is_read_from_the_periods_replies(
+def test_the_time_to_first_token_per_model_comes_from_the_periods_buckets(
     client: Any, reviewer: Any, users: dict[str, Any]
 ) -> None:
-    for ms in (100, 200, 300):
-        reply(users["alice"], "big", 10, 1)
-        row = Message.objects.filter(role=Message.Role.ASSISTANT).latest("id")
-        row.first_token_at = row.created_at + timedelta(milliseconds=ms)
-        row.save(update_fields=["first_token_at"])
+    # 20 replies: 100 ms to 2,000 ms, 100 ms apart; and one before the period, far slower.
+    for ms in range(100, 2001, 100):
+        reply(users["alice"], "big", 10, 1, ttft_ms=ms)
+    long_ago = timezone.localdate() - timedelta(days=400)
+    FirstTokenTimes.objects.create(
+        day=long_ago, model_slug="big", bucket=FirstTokenTimes.bucket_of(60_000), replies=50
+    )
     client.force_login(reviewer)
     big = csv_of(client)[("model", "big")]
-    # Interpolated between the replies, as PostgreSQL's percentile_cont does.
-    assert (big["ttft_p50_ms"], big["ttft_p95_ms"]) == ("200", "290")
+    # The 10th and the 19th of the 20 (nearest rank), each within 5% (a bucket's half-width).
+    p50, p95 = float(big["ttft_p50_ms"]), float(big["ttft_p95_ms"])
+    assert 1000 / 1.05 <= p50 <= 1000 * 1.05
+    assert 1900 / 1.05 <= p95 <= 1900 * 1.05
+    # Deleting the replies leaves what they took, as it leaves their tokens.
+    Message.objects.all().delete()
+    assert csv_of(client)[("model", "big")]["ttft_p50_ms"] == big["ttft_p50_ms"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_buckets_the_replies_saved_before_it(users: dict[str, Any]) -> None:
+    for ms in (150, 150, 3_000):
+        reply(users["alice"], "big", 10, 1)
+        Message.objects.filter(pk=Message.objects.latest("id").pk).update(
+            first_token_at=F("created_at") + timedelta(milliseconds=ms)
+        )
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes("conversations")
+    executor.migrate([("conversations", "0019_audit_log")])  # before the buckets were kept
+    executor = MigrationExecutor(connection)
+    executor.migrate(latest)
+
+    buckets = {(row.model_slug, row.bucket): row.replies for row in FirstTokenTimes.objects.all()}
+    bucket_of = FirstTokenTimes.bucket_of
+    assert buckets == {("big", bucket_of(150)): 2, ("big", bucket_of(3_000)): 1}

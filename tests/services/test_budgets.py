@@ -6,6 +6,7 @@ holds the sum of the replies' tokens."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
@@ -16,11 +17,13 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from conversations.generation import titles
-from conversations.models import Budget, Conversation, Message, TokenUsage
+from conversations.models import Budget, Conversation, FirstTokenTimes, Message, TokenUsage
 from conversations.services import budgets
 from tests.support.sockets import finished
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
+
+MS = timedelta(milliseconds=1)
 
 
 @pytest.fixture(autouse=True)
@@ -173,6 +176,24 @@ async def test_the_ledger_holds_the_sum_of_the_replies_cancelled_ones_too(
     ledger = await ledger_of(alice)
     assert ledger["replies"] == 3 and ledger["cancelled"] == 1
     assert ledger["tokens"] == await tokens_of_replies(alice)
+    # Each reply's time to first token went into its day's and model's bucket.
+    assert await first_token_buckets() == await buckets_of_replies(alice)
+
+
+@database_sync_to_async
+def first_token_buckets() -> Counter[tuple[str, int]]:
+    return Counter(
+        {(row.model_slug, row.bucket): row.replies for row in FirstTokenTimes.objects.all()}
+    )
+
+
+@database_sync_to_async
+def buckets_of_replies(user: Any) -> Counter[tuple[str, int]]:
+    replies = Message.objects.filter(conversation__owner=user, role=Message.Role.ASSISTANT)
+    return Counter(
+        (m.model_slug, FirstTokenTimes.bucket_of((m.first_token_at - m.created_at) / MS))
+        for m in replies
+    )
 
 
 async def test_a_title_is_not_asked_for_past_the_budget_and_counts_within_it(
