@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import time
 from pathlib import Path
 from typing import Any
 
-import django
-
+from bench.server import django_on
 from bench.stats import summary
 
 # (what is typed, what it stands for); the words' frequencies come from seed_search_data.
@@ -59,17 +57,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
-    if args.database_url.startswith(("postgres://", "postgresql://")):
-        from bench.server import ensure_database
-
-        ensure_database(args.database_url)
-    os.environ["DATABASE_URL"] = args.database_url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatsite.settings")
-    os.environ.setdefault("DEBUG", "1")  # a settings module that needs no SECRET_KEY
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0, interactive=False)
+    django_on(args.database_url)
     user = _seeded_user(args.user, args.conversations, args.messages)
     if args.other_messages:
         _seeded_user(args.other_user, max(1, args.other_messages // 20), args.other_messages)

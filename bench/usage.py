@@ -23,8 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import django
-
+from bench.server import django_on
 from bench.stats import summary
 
 PEOPLE = 50
@@ -44,18 +43,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
-    if args.database_url.startswith(("postgres://", "postgresql://")):
-        from bench.server import ensure_database
-
-        ensure_database(args.database_url)
-    os.environ["DATABASE_URL"] = args.database_url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatsite.settings")
-    os.environ.setdefault("DEBUG", "1")  # a settings module that needs no SECRET_KEY
     os.environ.setdefault("ALLOWED_HOSTS", "testserver")
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0, interactive=False)
+    django_on(args.database_url)
     _seeded(args.messages)
     report = {"database": _vendor(), "messages": args.messages, "pages": _measure(args.repeat)}
     _print(report)
