@@ -87,8 +87,8 @@ CHAT_TOKENS_PER_MONTH = env_int("CHAT_TOKENS_PER_MONTH", 0, minimum=0)
 # --- Oversight ---------------------------------------------------------------------------------
 
 # Whether staff with the view permission on conversations read their messages in the admin; off,
-# only superusers do (staff still see titles, owners and metrics). On, the owner sees in the page
-# that staff opened the conversation, and when (every such view is in the audit log either way).
+# only superusers do (staff still see titles, owners and metrics). Every view is in the audit log,
+# and the owner's page lists the ones that showed the messages.
 CHAT_STAFF_CAN_READ = env_bool("CHAT_STAFF_CAN_READ", True)
 # Days the audit log keeps a row: `manage.py prune_audit` deletes older ones; 0 keeps them all.
 CHAT_AUDIT_RETENTION_DAYS = env_int("CHAT_AUDIT_RETENTION_DAYS", 365, minimum=0)

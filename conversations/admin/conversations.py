@@ -68,8 +68,9 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin[Conversation]):
     # The search itself is the page's and the API's (conversations.search), see below.
     search_fields = ("title",)
     search_help_text = (
-        "Searches titles and message text: whole words, the last one also as the start of a "
-        'word, "a phrase", -without (on PostgreSQL; any part of the text on SQLite).'
+        "Searches titles and message text (titles only where CHAT_STAFF_CAN_READ is off): whole "
+        'words, the last one also as the start of a word, "a phrase", -without (on PostgreSQL; '
+        "any part of the text on SQLite)."
     )
     fields = (
         "id",

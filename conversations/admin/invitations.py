@@ -47,6 +47,7 @@ class InvitationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def save_model(self, request: HttpRequest, obj: Invitation, form: Any, change: bool) -> None:
         invitation, token = invitation_create(
             created_by=request.user,  # type: ignore[arg-type]
+            groups=form.cleaned_data["groups"],  # with the row, so its audit row names them
             note=form.cleaned_data["note"],
             days=form.cleaned_data["days"],
         )
@@ -59,8 +60,7 @@ class InvitationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         )
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
-        # The groups of the row save_model made (the form's own instance was never saved).
-        Invitation.objects.get(pk=form.instance.pk).groups.set(form.cleaned_data["groups"])
+        pass  # save_model made the row with its groups (the form's own instance is never saved)
 
     def state(self, invitation: Invitation) -> str:
         return invitation.state

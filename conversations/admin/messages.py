@@ -20,16 +20,18 @@ class MessageInline(ReadOnlyMixin, admin.TabularInline[Message, Conversation]):
     extra = 0
     ordering = ("created_at", "id")
     fields = ("created_at", "role", "status", "branch", "content", "source", "metrics", "audit")
-    readonly_fields = fields
+    # Where the reviewer may not read (CHAT_STAFF_CAN_READ): no content, no system prompt.
+    unread_fields = tuple(
+        {"source": "source_unread"}.get(field, field) for field in fields if field != "content"
+    )
+    readonly_fields = (*fields, "source_unread")
 
     def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         # Messages are part of the conversation: its view permission is the one that counts.
         return can_review(request)
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        if can_read_text(request, obj):
-            return self.fields
-        return tuple(field for field in self.fields if field != "content")
+        return self.fields if can_read_text(request, obj) else self.unread_fields
 
     @admin.display(description="Branch")
     def branch(self, message: Message) -> str:
@@ -57,6 +59,11 @@ class MessageInline(ReadOnlyMixin, admin.TabularInline[Message, Conversation]):
     @admin.display(description="Engine / model / request")
     def source(self, message: Message) -> SafeString:
         return render_to_string("admin/conversations/message_source.html", {"m": message})
+
+    @admin.display(description="Engine / model / request")
+    def source_unread(self, message: Message) -> SafeString:
+        context = {"m": message, "prompt_hidden": True}
+        return render_to_string("admin/conversations/message_source.html", context)
 
     @admin.display(description="Metrics")
     def metrics(self, message: Message) -> SafeString:

@@ -14,11 +14,13 @@ from typing import Any
 from django.contrib.auth import SESSION_KEY
 from django.contrib.auth.signals import user_logged_in
 from django.contrib.sessions.models import Session
+from django.db import transaction
 from django.dispatch import receiver
 from django.http import HttpRequest
 from django.utils import timezone
 
 from conversations.models import SignIn
+from conversations.services import audit
 from conversations.types import User
 
 # A session's "last seen" is written at most this often (a write per request would cost more).
@@ -78,6 +80,10 @@ def sign_out_everywhere(user: User) -> int:
         for session in Session.objects.filter(expire_date__gt=timezone.now()).iterator()
         if str(session.get_decoded().get(SESSION_KEY)) == str(user.pk)
     ]
-    deleted, _ = Session.objects.filter(session_key__in=keys).delete()
-    SignIn.objects.filter(user=user).delete()
+    with transaction.atomic():
+        deleted, _ = Session.objects.filter(session_key__in=keys).delete()
+        SignIn.objects.filter(user=user).delete()
+        audit.record(
+            audit.Event.LOGOUT, actor=user, subject=user, everywhere=True, sessions=deleted
+        )
     return deleted

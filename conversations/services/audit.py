@@ -134,11 +134,9 @@ def staff_view(
 
 
 def staff_views_shown_to_owner(conversation: Conversation) -> list[AuditEvent]:
-    """The staff's views of it, newest first, as its owner's page lists them (none when staff do
-    not read conversations: what they opened showed no message)."""
-    if not settings.CHAT_STAFF_CAN_READ:
-        return []
-    views = AuditEvent.objects.staff_views_of(conversation.pk)
+    """The staff's views of it that showed its messages, newest first, as its owner's page lists
+    them (a superuser's too where CHAT_STAFF_CAN_READ keeps other staff from reading)."""
+    views = AuditEvent.objects.staff_views_of(conversation.pk).filter(detail__text_shown=True)
     return list(views.only("at", "actor", "detail")[:SHOWN_TO_OWNER])
 
 

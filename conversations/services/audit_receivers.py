@@ -14,7 +14,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
-from django.db.models.signals import m2m_changed, post_delete, post_save, pre_save
+from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete, pre_save
 from django.dispatch import receiver
 from django.http import HttpRequest
 
@@ -66,6 +66,12 @@ def _user_saved(
     sender: Any, instance: User, created: bool, update_fields: Any = None, **kwargs: Any
 ) -> None:
     if created:
+        # Made with access already (createsuperuser, a directory's staff group at a first login).
+        given = {
+            flag: [None, True] for flag in ("is_staff", "is_superuser") if getattr(instance, flag)
+        }
+        if given:
+            audit.record(Event.PERMISSIONS_CHANGED, subject=instance, detail=given)
         return
     # set_password() leaves the new password here until save() has written it (and then
     # clears it): a save that carries one is a password change.
@@ -105,6 +111,13 @@ def _groups_changed(
     named = _named_changes(action, pk_set, instance.groups, Group, "name")
     if named:
         audit.record(Event.GROUPS_CHANGED, subject=instance, detail=named)
+
+
+@receiver(pre_delete, sender=Group)
+def _group_deleted(sender: Any, instance: Group, **kwargs: Any) -> None:
+    # Deleting a group removes its members without an m2m_changed: each of them loses it here.
+    for user in instance.user_set.all():
+        audit.record(Event.GROUPS_CHANGED, subject=user, detail={"removed": [instance.name]})
 
 
 @receiver(m2m_changed, sender=UserModel.user_permissions.through)

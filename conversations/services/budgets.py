@@ -16,6 +16,7 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.db.models import F, Q, Sum
 from django.utils import timezone
 
@@ -149,7 +150,18 @@ def record_usage(
         completion_tokens=F("completion_tokens") + (completion_tokens or 0),
     )
     if ttft_ms is not None:
-        bucket, _ = FirstTokenTimes.objects.get_or_create(
-            day=today, model_slug=model_slug, bucket=FirstTokenTimes.bucket_of(ttft_ms)
-        )
-        FirstTokenTimes.objects.filter(pk=bucket.pk).update(replies=F("replies") + 1)
+        _count_first_token_time(today, model_slug, FirstTokenTimes.bucket_of(ttft_ms))
+
+
+def _count_first_token_time(day: date, model_slug: str, bucket: int) -> None:
+    """One more reply in the bucket: one UPDATE, once the row exists (all but the day's first
+    reply of the model at that speed). The row is shared by everyone using the model, so no
+    SELECT comes before it."""
+    row = FirstTokenTimes.objects.filter(day=day, model_slug=model_slug, bucket=bucket)
+    if row.update(replies=F("replies") + 1):
+        return
+    try:
+        with transaction.atomic():  # a savepoint: another reply may make the row meanwhile
+            FirstTokenTimes.objects.create(day=day, model_slug=model_slug, bucket=bucket, replies=1)
+    except IntegrityError:
+        row.update(replies=F("replies") + 1)

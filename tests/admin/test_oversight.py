@@ -113,14 +113,17 @@ def test_with_staff_reading_off_a_view_only_reviewer_sees_no_text(
     settings: Any, reviewer: Client, superuser: Client, history: Conversation, alice: Any
 ) -> None:
     settings.CHAT_STAFF_CAN_READ = False
+    Conversation.objects.filter(pk=history.pk).update(system_prompt="Keep Q3 quiet")
+    history.messages.filter(role="assistant").update(system_prompt="Keep Q3 quiet")
 
     page = reviewer.get(change_url(history)).text
     transcript = reviewer.get(transcript_url(history)).text
 
     for shown in (page, transcript):
         assert "Alice&#x27;s chat" in shown  # the title and the metrics stay
-        for text in ("Explain sockets", "A socket is an endpoint.", "Long ago"):
+        for text in ("Explain sockets", "A socket is an endpoint.", "Long ago", "Keep Q3"):
             assert text not in shown
+    assert "scripted-1" in page  # each reply's engine and model, without its system prompt
     assert "CHAT_STAFF_CAN_READ" in transcript
     assert reviewer.get(transcript_url(history), {"download": "json"}).status_code == 403
     changelist = reverse("admin:conversations_conversation_changelist")
@@ -129,9 +132,12 @@ def test_with_staff_reading_off_a_view_only_reviewer_sees_no_text(
     # Finding it by a word of its messages would read them: the search is of titles only.
     assert "Alice&#x27;s chat" not in reviewer.get(changelist, {"q": "sockets"}).text
     assert "Alice&#x27;s chat" in reviewer.get(changelist, {"q": "Alice"}).text
-    # A superuser still reads it; the owner's page does not list views it did not show.
+    assert "Opened by staff" not in owner_page(alice, history)  # what showed no message
+    # A superuser still reads it, and its owner sees that.
     assert "A socket is an endpoint." in superuser.get(transcript_url(history)).text
-    assert "Opened by staff" not in owner_page(alice, history)
+    assert "Keep Q3 quiet" in superuser.get(change_url(history)).text
+    shown = owner_page(alice, history)
+    assert "Opened by staff: root" in shown and "reviewer" not in shown
 
 
 def test_view_on_site_is_the_owners_alone(history: Conversation, alice: Any) -> None:

@@ -119,6 +119,44 @@ def test_invitations_made_and_accepted(db: Any) -> None:
     assert accepted.detail == {"invitation": invitation.pk}
 
 
+def test_an_invitation_made_in_the_admin_names_its_groups(db: Any) -> None:
+    root = get_user_model().objects.create_superuser("root", "root@example.com", "root-pw")
+    team = Group.objects.create(name="team")
+    signed_in(root).post(
+        reverse("admin:conversations_invitation_add"),
+        {"note": "For Dana", "groups": [team.pk], "days": 3},
+    )
+
+    made = only("invitation_created")
+    assert (made.actor, made.detail["groups"]) == ("root", ["team"])
+
+
+def test_signing_out_everywhere_is_a_sign_out(alice: Any) -> None:
+    client = signed_in(alice)
+    signed_in(alice)  # a second device
+    client.post(reverse("sign-out-everywhere"))
+
+    row = only("logout")
+    assert (row.actor, row.detail) == ("alice", {"everywhere": True, "sessions": 2})
+
+
+def test_a_deleted_group_and_an_account_made_with_access(alice: Any) -> None:
+    team = Group.objects.create(name="team")
+    alice.groups.add(team)
+    team.delete()
+    get_user_model().objects.create_superuser("root", "root@example.com", "root-pw")
+
+    assert [e.detail for e in rows("groups_changed")] == [
+        {"added": ["team"]},
+        {"removed": ["team"]},
+    ]
+    made = only("permissions_changed")
+    assert (made.subject, made.detail) == (
+        "root",
+        {"is_staff": [None, True], "is_superuser": [None, True]},
+    )
+
+
 def test_groups_and_permissions_given_and_taken(alice: Any) -> None:
     team, readers = Group.objects.create(name="team"), Group.objects.create(name="readers")
     view = Permission.objects.get(codename="view_conversation")
