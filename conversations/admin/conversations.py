@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
@@ -16,7 +16,7 @@ from django.utils.html import format_html
 from conversations import search
 from conversations.admin.filters import AnyMessageStatusFilter, EngineFilter
 from conversations.admin.messages import MessageInline
-from conversations.admin.review import TEXT_HIDDEN, ReadOnlyMixin, can_read_text
+from conversations.admin.review import TEXT_HIDDEN, StaffReadingAdmin, can_read_text
 from conversations.api import exports
 from conversations.models import Conversation, ConversationQuerySet
 from conversations.services import audit, branches
@@ -44,7 +44,7 @@ def as_conversations(queryset: QuerySet[Conversation]) -> ConversationQuerySet:
 
 
 @admin.register(Conversation)
-class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin[Conversation]):
+class ConversationAdmin(StaffReadingAdmin):
     list_display = (
         "__str__",
         "owner",
@@ -87,6 +87,7 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin[Conversation]):
         "updated_at",
     )
     readonly_fields = fields
+    hidden_unread = ("system_prompt",)
     inlines = (MessageInline,)
     actions = ("export_json", "export_markdown")
 
@@ -101,33 +102,6 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin[Conversation]):
             return super().get_search_results(request, queryset, search_term)
         # An Exists subquery, so no duplicate rows and no DISTINCT over the annotations.
         return search.filter_matching(as_conversations(queryset), search_term), False
-
-    def get_fields(self, request: HttpRequest, obj: Conversation | None = None) -> Any:
-        if can_read_text(request, obj):
-            return self.fields
-        return tuple(field for field in self.fields if field != "system_prompt")
-
-    def render_change_form(
-        self,
-        request: HttpRequest,
-        context: dict[str, Any],
-        add: bool = False,
-        change: bool = False,
-        form_url: str = "",
-        obj: Conversation | None = None,
-    ) -> HttpResponse:
-        response = super().render_change_form(request, context, add, change, form_url, obj)
-        if obj is not None:
-            audit.staff_view(
-                request, obj, what="admin page", text_shown=can_read_text(request, obj)
-            )
-            # "View on site" opens the chat page, which is its owner's alone: for anyone else
-            # it would be a 404, so they get no link.
-            if obj.owner_id != request.user.pk:
-                context_data = cast(TemplateResponse, response).context_data
-                if context_data is not None:
-                    context_data["has_absolute_url"] = False
-        return response
 
     @admin.display(description="Messages", ordering="message_count")
     def message_count(self, conversation: ConversationWithStats) -> int:
