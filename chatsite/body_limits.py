@@ -7,6 +7,8 @@ is applied in front of Django, per route:
 
 - the import's form and POST /api/imports/ may send CHAT_IMPORT_MAX_BYTES and a few fields
   (MULTIPART_ALLOWANCE), as their own check of the Content-Length allows;
+- a composer's attachment, CHAT_ATTACHMENT_MAX_BYTES and the same few fields;
+- /v1/chat/completions, CHAT_GATEWAY_MAX_BODY_BYTES (a message's files, base64-encoded);
 - every other route DATA_UPLOAD_MAX_MEMORY_SIZE (Django's 2.5 MB; None: no limit here), which
   Django already holds form fields and `request.body` to, now the whole body, files included.
 
@@ -31,13 +33,15 @@ from django.conf import settings
 from django.urls import Resolver404, resolve
 
 from conversations.gateway.errors import GatewayError
-from conversations.imports.importer import upload_limit
+from conversations.imports.importer import MULTIPART_ALLOWANCE, upload_limit
 from conversations.imports.limits import size_in_words
 
 logger = logging.getLogger(__name__)
 
 # The url names of the routes that take an export file: the settings page's form, the API's.
 IMPORT_ROUTES = frozenset({"import", "api-import"})
+ATTACHMENT_ROUTE = "attachment-upload"
+GATEWAY_ROUTE = "gateway-chat-completions"
 STATUS = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
 
 
@@ -45,6 +49,8 @@ STATUS = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
 class Route:
     path_info: str
     imports: bool  # one of IMPORT_ROUTES
+    attachment: bool = False  # ATTACHMENT_ROUTE
+    gateway: bool = False  # GATEWAY_ROUTE
 
     @property
     def limit(self) -> int | None:
@@ -52,6 +58,10 @@ class Route:
         no limit."""
         if self.imports:
             return upload_limit()
+        if self.attachment:
+            return settings.CHAT_ATTACHMENT_MAX_BYTES + MULTIPART_ALLOWANCE
+        if self.gateway:
+            return int(settings.CHAT_GATEWAY_MAX_BODY_BYTES)
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return None if limit is None else int(limit)
 
@@ -65,10 +75,15 @@ def path_info(path: str, root_path: str) -> str:
 
 def route_of(path: str) -> Route:
     try:
-        imports = resolve(path).url_name in IMPORT_ROUTES
+        name = resolve(path).url_name
     except Resolver404:
-        imports = False
-    return Route(path, imports)
+        name = None
+    return Route(
+        path,
+        imports=name in IMPORT_ROUTES,
+        attachment=name == ATTACHMENT_ROUTE,
+        gateway=name == GATEWAY_ROUTE,
+    )
 
 
 @dataclass(frozen=True)
@@ -98,7 +113,10 @@ def refusal(route: Route, size: int | None) -> Refusal:
     """The 413 for a body to `route` of `size` bytes declared, or None: streamed past the
     limit. In the route's words: the import's for an import, JSON on the API and gateway."""
     limit = route.limit or 0
-    if route.imports:
+    if route.attachment:
+        allowed = size_in_words(settings.CHAT_ATTACHMENT_MAX_BYTES)
+        message = f"The file is over {allowed}, the limit of attachments."
+    elif route.imports:
         allowed = size_in_words(settings.CHAT_IMPORT_MAX_BYTES)
         if size is None:
             message = f"The upload is over {allowed}, the limit of imports."

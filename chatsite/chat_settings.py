@@ -128,6 +128,11 @@ CHAT_VLLM_ENGINE_ARGS = env_json_object("CHAT_VLLM_ENGINE_ARGS")
 # The OpenAI-compatible gateway (/v1/) keeps each call as a conversation of its caller's; off, a
 # call's conversation is deleted once its reply has ended (only the metrics stay).
 CHAT_GATEWAY_RECORD = env_bool("CHAT_GATEWAY_RECORD", True)
+# The largest body /v1/chat/completions takes: room for a message's files, base64-encoded (a
+# third larger than the files); every other route keeps Django's DATA_UPLOAD_MAX_MEMORY_SIZE.
+CHAT_GATEWAY_MAX_BODY_BYTES = env_int(
+    "CHAT_GATEWAY_MAX_BODY_BYTES", 16 * 1024 * 1024, minimum=64 * 1024
+)
 # A Prometheus scraper sending "Authorization: Bearer <this>" may read /metrics (staff always can).
 CHAT_METRICS_TOKEN = env_str("CHAT_METRICS_TOKEN")
 # The OpenAPI schema and its docs page are for signed-in users unless this opens them to all.
@@ -140,6 +145,17 @@ CHAT_EXPORT_PAGE_BYTES = env_int("CHAT_EXPORT_PAGE_BYTES", 4 * 1024 * 1024, mini
 CHAT_SHARES_REQUIRE_LOGIN = env_bool("CHAT_SHARES_REQUIRE_LOGIN", default=False)
 # Live (not revoked) share links one user may have; each holds a snapshot of a conversation.
 CHAT_SHARES_PER_USER = env_int("CHAT_SHARES_PER_USER", 100, minimum=1)
+# Attachments (docs/configuration.md#attachments): the largest file taken, what one message's
+# files may add up to, and how many one message may carry. A file's text is read in a child
+# process of its own, for at most CHAT_ATTACHMENT_EXTRACT_SECONDS of CPU and
+# CHAT_ATTACHMENT_EXTRACT_MEMORY_MB of memory.
+CHAT_ATTACHMENT_MAX_BYTES = env_int("CHAT_ATTACHMENT_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
+CHAT_ATTACHMENT_MAX_MESSAGE_BYTES = env_int(
+    "CHAT_ATTACHMENT_MAX_MESSAGE_BYTES", 25 * 1024 * 1024, minimum=1024
+)
+CHAT_ATTACHMENTS_PER_MESSAGE = env_int("CHAT_ATTACHMENTS_PER_MESSAGE", 10, minimum=1)
+CHAT_ATTACHMENT_EXTRACT_SECONDS = env_int("CHAT_ATTACHMENT_EXTRACT_SECONDS", 15, minimum=1)
+CHAT_ATTACHMENT_EXTRACT_MEMORY_MB = env_int("CHAT_ATTACHMENT_EXTRACT_MEMORY_MB", 512, minimum=64)
 # Imports (the settings page, /api/imports/, manage.py import_history): the largest file taken,
 # also what a zip's conversations file may inflate to; the JSON of one conversation (read into
 # memory one at a time); conversations in one import; messages in one conversation; characters

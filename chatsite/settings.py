@@ -11,7 +11,7 @@ import django_stubs_ext
 from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
-from chatsite.env import env_bool, env_int, env_list, env_str
+from chatsite.env import env_bool, env_int, env_json_object, env_list, env_str
 
 # Lets annotations such as admin.ModelAdmin[Conversation] run (django-stubs makes them generic).
 django_stubs_ext.monkeypatch()
@@ -160,6 +160,16 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Attachments are kept through Django's storage API: files under MEDIA_ROOT by default (served
+# only through chatsite's own owner-checked view, never as MEDIA_URL), or any storage backend
+# CHAT_FILE_STORAGE names ({"BACKEND": ..., "OPTIONS": {...}}, django-storages' for S3 and
+# others: docs/deploy.md).
+MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(BASE_DIR / "media")))
+STORAGES = {
+    "default": env_json_object("CHAT_FILE_STORAGE")
+    or {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 SESSION_COOKIE_HTTPONLY = True

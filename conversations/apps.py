@@ -10,6 +10,7 @@ class ConversationsConfig(AppConfig):
 
     def ready(self) -> None:
         from conversations import checks, signals  # noqa: F401 - registers them
+        from conversations.attachments import receivers  # noqa: F401 - files go with their rows
         from conversations.engines import specs  # registers its setting_changed receiver
         from conversations.generation import deprovision  # noqa: F401 - its receivers
         from conversations.services import accounts, audit_receivers  # noqa: F401 - receivers

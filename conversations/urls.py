@@ -1,6 +1,16 @@
 from django.urls import path
 
-from conversations.pages import account, chat, imports, join, search, shares, tokens, usage
+from conversations.pages import (
+    account,
+    attachments,
+    chat,
+    imports,
+    join,
+    search,
+    shares,
+    tokens,
+    usage,
+)
 
 urlpatterns = [
     path("", chat.conversation_list, name="conversation-list"),
@@ -46,6 +56,21 @@ urlpatterns = [
         "conversations/<uuid:conversation_id>/shares/<int:share_id>/revoke/",
         shares.share_revoke_view,
         name="conversation-share-revoke",
+    ),
+    path(
+        "conversations/<uuid:conversation_id>/attachments/",
+        attachments.attachment_upload,
+        name="attachment-upload",
+    ),
+    path(
+        "attachments/<uuid:attachment_id>/",
+        attachments.attachment_download,
+        name="attachment-download",
+    ),
+    path(
+        "attachments/<uuid:attachment_id>/remove/",
+        attachments.attachment_remove,
+        name="attachment-remove",
     ),
     path("s/<str:token>/", shares.share_view, name="share-view"),
     path("account/", account.account, name="account"),

@@ -29,6 +29,7 @@ class ChatModelForm(forms.ModelForm[ChatModel]):
             "max_tokens_limit",
             "groups",
             "enabled",
+            "vision",
             "position",
             "price_prompt_per_million",
             "price_completion_per_million",

@@ -8,6 +8,7 @@ from typing import cast
 
 from django.conf import settings
 from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions
@@ -26,7 +27,11 @@ from conversations.services.conversations import conversation_or_404
 from conversations.types import ConversationId, User
 
 EXPORT_FORMAT = OpenApiParameter(
-    "format", OpenApiTypes.STR, enum=list(exports.FORMATS), default="json", description="File type."
+    "format",
+    OpenApiTypes.STR,
+    enum=[*exports.FORMATS, exports.ARCHIVE],
+    default="json",
+    description="File type: zip holds the JSON export and the files attached to its messages.",
 )
 
 
@@ -54,24 +59,26 @@ class ConversationExport(APIView):
         },
         summary="Download one transcript, as a file named after its title",
     )
-    def get(self, request: Request, conversation_id: ConversationId) -> HttpResponse:
+    def get(self, request: Request, conversation_id: ConversationId) -> HttpResponseBase:
         fmt = request.query_params.get("format", "json")
-        if fmt not in exports.FORMATS:
+        if fmt not in exports.FORMATS and fmt != exports.ARCHIVE:
             raise exceptions.ValidationError(
-                {"format": f"Choose one of {', '.join(exports.FORMATS)}."}
+                {"format": f"Choose one of {', '.join([*exports.FORMATS, exports.ARCHIVE])}."}
             )
         conversation = conversation_or_404(
             user=request.user,
             conversation_id=conversation_id,
             queryset=exports.with_messages(Conversation.objects.all()),
         )
-        body = exports.render([conversation], fmt, many=False)
         audit.record(
             audit.Event.EXPORT,
             subject=cast(User, request.user),
             conversation=conversation,
             format=fmt,
         )
+        if fmt == exports.ARCHIVE:
+            return exports.download_zip(exports.to_zip(conversation), stem=str(conversation))
+        body = exports.render([conversation], fmt, many=False)
         return exports.download(body, fmt, stem=str(conversation))
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
+import zipfile
 from collections.abc import Generator, Iterable
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import IO, Any, TypeVar, cast
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import (
@@ -24,7 +27,7 @@ from django.db.models import (
 from django.db.models.expressions import Expression
 from django.db.models.functions import Coalesce
 from django.db.models.sql.compiler import SQLCompiler
-from django.http import HttpResponse
+from django.http import FileResponse, HttpResponse
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
 from rest_framework.utils.encoders import JSONEncoder
@@ -60,7 +63,9 @@ Conversations = TypeVar("Conversations", bound=QuerySet[Conversation])
 
 
 def messages_in_order() -> Prefetch[Any]:
-    return Prefetch("messages", queryset=Message.objects.order_by("created_at", "id"))
+    """A conversation's messages in order, each with its attachments (one query more)."""
+    in_order = Message.objects.order_by("created_at", "id").prefetch_related("attachments")
+    return Prefetch("messages", queryset=in_order)
 
 
 def with_messages(conversations: Conversations) -> Conversations:
@@ -155,6 +160,35 @@ def render(conversations: Iterable[Conversation], fmt: str, *, many: bool) -> st
     one = to_markdown if fmt == "markdown" else to_text
     separator = "\n---\n\n" if fmt == "markdown" else "\n" + "=" * 72 + "\n\n"
     return separator.join(one(c) for c in items)
+
+
+ARCHIVE = "zip"  # the JSON export with the files its messages were sent with
+
+
+def to_zip(conversation: Conversation) -> IO[bytes]:
+    """`conversation.json` (the JSON export) and each attachment's file as it was sent, under
+    `files/<attachment id>/<its name>`, in a temporary file (the files may be large)."""
+    archive_file = tempfile.TemporaryFile()  # noqa: SIM115 - the response closes it
+    with zipfile.ZipFile(archive_file, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("conversation.json", render([conversation], "json", many=False))
+        for message in conversation.messages.all():
+            for attachment in message.attachments.all():
+                with (
+                    attachment.file.open("rb") as stored,
+                    archive.open(
+                        f"files/{attachment.pk}/{attachment.name}", "w", force_zip64=True
+                    ) as packed,
+                ):
+                    shutil.copyfileobj(stored, packed)
+    archive_file.seek(0)
+    return archive_file
+
+
+def download_zip(archive: IO[bytes], *, stem: str) -> FileResponse:
+    filename = f"{slugify(stem) or 'conversation'}.zip"
+    return FileResponse(
+        archive, as_attachment=True, filename=filename, content_type="application/zip"
+    )
 
 
 def download(body: str, fmt: str, *, stem: str) -> HttpResponse:

@@ -6,8 +6,22 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from conversations.models import Conversation, Message, ShareLink
+from conversations.models import Attachment, Conversation, Message, ShareLink
 from conversations.services import branches
+
+
+class AttachmentSerializer(serializers.ModelSerializer[Attachment]):
+    kind = serializers.CharField(read_only=True, help_text="Its MIME type, judged from its bytes.")
+    size = serializers.IntegerField(read_only=True, help_text="Bytes.")
+    text = serializers.CharField(
+        read_only=True,
+        help_text="The text read from it, as the model was given it; empty for an image.",
+    )
+
+    class Meta:
+        model = Attachment
+        fields = ["id", "name", "kind", "size", "text"]
+        read_only_fields = fields
 
 
 class MessageSerializer(serializers.ModelSerializer[Message]):
@@ -21,6 +35,9 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
     ttft_ms = serializers.FloatField(read_only=True, allow_null=True)
     tokens_per_second = serializers.FloatField(read_only=True, allow_null=True)
     duration_s = serializers.FloatField(read_only=True, allow_null=True)
+    attachments = AttachmentSerializer(
+        many=True, read_only=True, help_text="The files a user message was sent with."
+    )
 
     class Meta:
         model = Message
@@ -53,6 +70,7 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "error",
             "version",
             "is_current",
+            "attachments",
         ]
         read_only_fields = fields
 

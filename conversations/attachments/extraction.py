@@ -1,5 +1,6 @@
 """A file's text, for the prompt: a PDF's or a DOCX's read by `worker` in a child process, within
-EXTRACT_SECONDS of wall time (and as much CPU time) and EXTRACT_MEMORY_MB of memory, so that no
+CHAT_ATTACHMENT_EXTRACT_SECONDS of wall time (and as much CPU time) and
+CHAT_ATTACHMENT_EXTRACT_MEMORY_MB of memory, so that no
 file can stall or exhaust the server; UTF-8 text decoded here. Async (a subprocess the event loop
 waits on) and sync (for a view in a thread) forms, which make the same command and read the same
 answer. Raises Unreadable, whose message says why, for a file that cannot be read within them.
@@ -13,10 +14,10 @@ import signal
 import subprocess
 import sys
 
+from django.conf import settings
+
 from conversations.attachments.kinds import Kind
 
-EXTRACT_SECONDS = 15
-EXTRACT_MEMORY_MB = 512
 WORKER_KINDS = {Kind.PDF: "pdf", Kind.DOCX: "docx"}
 
 
@@ -35,7 +36,7 @@ async def extracted_text(data: bytes, kind: Kind) -> str:
         start_new_session=True,
     )
     try:
-        out, _ = await asyncio.wait_for(child.communicate(data), EXTRACT_SECONDS)
+        out, _ = await asyncio.wait_for(child.communicate(data), _seconds())
     except TimeoutError:
         child.kill()
         await child.wait()
@@ -51,7 +52,7 @@ def extracted_text_sync(data: bytes, kind: Kind) -> str:
             _command(kind),
             input=data,
             capture_output=True,
-            timeout=EXTRACT_SECONDS,
+            timeout=_seconds(),
             start_new_session=True,
             check=False,
         )
@@ -63,7 +64,7 @@ def extracted_text_sync(data: bytes, kind: Kind) -> str:
 def _command(kind: Kind) -> list[str]:
     # -E and -s: no PYTHON* variables and no user site-packages change what the child runs.
     worker = "conversations.attachments.worker"
-    limits = [str(EXTRACT_MEMORY_MB), str(EXTRACT_SECONDS)]
+    limits = [str(_memory_mb()), str(_seconds())]
     return [sys.executable, "-E", "-s", "-m", worker, WORKER_KINDS[kind], *limits]
 
 
@@ -76,8 +77,16 @@ def _decoded(data: bytes, kind: Kind) -> str:
         raise Unreadable("The file is not UTF-8 text.") from None
 
 
+def _seconds() -> int:
+    return int(settings.CHAT_ATTACHMENT_EXTRACT_SECONDS)
+
+
+def _memory_mb() -> int:
+    return int(settings.CHAT_ATTACHMENT_EXTRACT_MEMORY_MB)
+
+
 def _too_slow() -> str:
-    return f"The file took longer than {EXTRACT_SECONDS} s to read."
+    return f"The file took longer than {_seconds()} s to read."
 
 
 def _answer(kind: Kind, returncode: int | None, out: bytes) -> str:
@@ -92,7 +101,7 @@ def _answer(kind: Kind, returncode: int | None, out: bytes) -> str:
         return str(answer["text"])
     detail = answer.get("detail") or ""
     if answer["error"] == "memory":
-        raise Unreadable(f"The {label} needs more than {EXTRACT_MEMORY_MB} MB to read.")
+        raise Unreadable(f"The {label} needs more than {_memory_mb()} MB to read.")
     if answer["error"] == "too_large":
         raise Unreadable(f"The {label} is larger inside than chatsite reads: {detail}.")
     raise Unreadable(f"The {label} could not be read: {detail or 'it is damaged'}.")

@@ -6,27 +6,15 @@ text, and the name only says how to show it)."""
 
 from __future__ import annotations
 
-import enum
 import io
 import unicodedata
 import zipfile
 
 import filetype
 
+from conversations.models.attachments import Kind
 
-class Kind(enum.StrEnum):
-    PDF = "application/pdf"
-    DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-    TEXT = "text/plain"
-    PNG = "image/png"
-    JPEG = "image/jpeg"
-    GIF = "image/gif"
-    WEBP = "image/webp"
-
-    @property
-    def is_image(self) -> bool:
-        return self.value.startswith("image/")
-
+__all__ = ["Kind", "kind_of"]
 
 SNIFFED_BYTES = 8192  # filetype reads no further than the signatures at the start
 DOCX_PARTS = {"[Content_Types].xml", "word/document.xml"}

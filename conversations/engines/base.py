@@ -64,6 +64,18 @@ class FinishReason(StrEnum):
 class ChatMessage:
     role: str  # "system", "user" or "assistant"
     content: str
+    # Images attached to a user message, as data: URLs, for a model with `vision` (the text of
+    # other attachments is in `content`).
+    images: tuple[str, ...] = ()
+
+    def openai_content(self) -> str | list[dict[str, Any]]:
+        """The content as OpenAI's chat API takes it: the text, or with images, a text part
+        followed by an image_url part for each."""
+        if not self.images:
+            return self.content
+        parts: list[dict[str, Any]] = [{"type": "text", "text": self.content}]
+        parts += [{"type": "image_url", "image_url": {"url": url}} for url in self.images]
+        return parts
 
 
 @dataclass(frozen=True)
@@ -249,6 +261,12 @@ class RemoteEngine(Protocol):
     async def unreachable(self) -> str | None:
         """Why the server cannot be reached now (a readiness probe); None if it answers."""
         ...
+
+
+def counts_exactly(engine: Engine) -> bool:
+    """Whether the engine's count_tokens asks the model's own tokenizer, not estimate_tokens: an
+    engine that can says so with an `exact_counts` attribute (most estimate, and need none)."""
+    return bool(getattr(engine, "exact_counts", False))
 
 
 def estimate_tokens(text: str) -> int:

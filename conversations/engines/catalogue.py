@@ -31,6 +31,7 @@ def spec_of(row: ChatModel) -> ModelSpec:
         max_tokens=row.max_tokens,
         max_temperature=row.max_temperature,
         max_tokens_limit=row.max_tokens_limit,
+        vision=row.vision,
         groups=tuple(group.name for group in row.groups.all()) if row.pk else (),
         enabled=row.enabled,
         declared=False,

@@ -170,6 +170,8 @@ class LlamaCppEngine:
                 )
             return self._llm
 
+    exact_counts = True  # the model's own tokenizer (see base.counts_exactly)
+
     def count_tokens(self, text: str) -> int:
         # Blocking: it may load the model, and xllamacpp asks its loopback server. Callers count
         # where they fit the prompt, off the event loop; a stream never counts.

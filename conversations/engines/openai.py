@@ -98,7 +98,9 @@ class OpenAIStream(EngineStream):
             model = await engine.resolve_model(client)
             body = {
                 "model": model,
-                "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+                "messages": [
+                    {"role": m.role, "content": m.openai_content()} for m in self.messages
+                ],
                 "max_tokens": self.params.max_tokens,
                 "temperature": self.params.temperature,
                 **self.params.extras(),  # top_p, stop, seed: OpenAI's own names for them

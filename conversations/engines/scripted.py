@@ -74,7 +74,8 @@ class ScriptedStream(EngineStream):
             fail_on = self.engine.fail_on
             if fail_on and any(fail_on in m.content for m in self.record.messages):
                 raise EngineError("The scripted engine failed on purpose.")
-            total = min(self.engine.tokens, self._max_tokens)
+            script = self._echoed() if self.engine.echo else None
+            total = min(self.engine.tokens if script is None else len(script), self._max_tokens)
             for index in range(total):
                 if self.engine.fail_after is not None and index == self.engine.fail_after:
                     raise EngineError("The scripted engine failed on purpose.")
@@ -91,7 +92,8 @@ class ScriptedStream(EngineStream):
                 self.record.emitted += 1
                 self.record.emit_times.append(time.time())
                 self.result.completion_tokens += 1
-                token, stopped = self._until_stop_sequence(scripted_token(index))
+                token = scripted_token(index) if script is None else script[index]
+                token, stopped = self._until_stop_sequence(token)
                 if token:
                     yield token
                 if stopped:
@@ -101,6 +103,17 @@ class ScriptedStream(EngineStream):
             self.result.finish_reason = natural
         finally:
             self.record.finished = True
+
+    def _echoed(self) -> list[str]:
+        """An echoing engine's reply: the last user message's words, and its images counted,
+        so that a test served by another process reads what the prompt held."""
+        asked = next((m for m in reversed(self.record.messages) if m.role == "user"), None)
+        if asked is None:
+            return []
+        words = [f"{word} " for word in asked.content.split()]
+        if asked.images:
+            words.append(f"[{len(asked.images)} image(s)] ")
+        return words
 
     def _until_stop_sequence(self, token: str) -> tuple[str, bool]:
         """The token, cut before the first stop sequence it completes (the sequence itself is
@@ -138,6 +151,7 @@ class ScriptedEngine:
         self.delay_s = delay_ms / 1000
         self.fail_after: int | None = None
         self.fail_on: str | None = None  # a request whose prompt holds this text fails at once
+        self.echo = False  # reply with the last user message's words instead of the script
         self.load_s = 0.0
         self.records: dict[str, ScriptedRecord] = {}
 
@@ -165,7 +179,9 @@ class ScriptedEngine:
 def build_engine(spec: ModelSpec) -> ScriptedEngine:
     """options: `tokens` and `delay_ms` (default: CHAT_SCRIPTED_TOKENS, CHAT_SCRIPTED_DELAY_MS),
     `load_s`: how long its "model" takes to load (to show and test a slow start), `fail_after`:
-    every reply fails after that many tokens (to test failures in a server of its own)."""
+    every reply fails after that many tokens (to test failures in a server of its own), `echo`:
+    every reply repeats the last user message's words (to read a prompt from another process),
+    `context_tokens`: its context window (a million tokens unless set)."""
     engine = ScriptedEngine(
         spec.option("tokens", settings.CHAT_SCRIPTED_TOKENS),
         spec.option("delay_ms", settings.CHAT_SCRIPTED_DELAY_MS),
@@ -173,4 +189,7 @@ def build_engine(spec: ModelSpec) -> ScriptedEngine:
     )
     engine.load_s = float(spec.option("load_s", 0.0))
     engine.fail_after = spec.option("fail_after", None)
+    engine.echo = bool(spec.option("echo", False))
+    # Its context is as large as a test needs: a million tokens unless it asks for fewer.
+    engine.context_tokens = int(spec.option("context_tokens", ScriptedEngine.context_tokens))
     return engine

@@ -55,6 +55,7 @@ class ModelSpec:
     max_tokens_limit: int = 4096
     groups: tuple[str, ...] = ()  # group names that may use it; empty: everyone signed in
     enabled: bool = True
+    vision: bool = False  # it reads images: attached images go to it as image parts
     declared: bool = True  # from the environment (False: an admin row)
 
     @property
@@ -108,7 +109,12 @@ _FIELDS: dict[str, tuple[type, ...]] = {
     "max_tokens_limit": (int,),
     "groups": (list,),
     "enabled": (bool,),
+    "vision": (bool,),
 }
+# The backends that hand images to their engine: an OpenAI-compatible server (vLLM's among them)
+# takes them as image content parts; the scripted engine keeps them for tests to read. The
+# in-process vllm and llamacpp backends render text prompts only.
+IMAGE_BACKENDS = frozenset({"openai", "scripted"})
 
 
 def spec_problems(spec: ModelSpec) -> list[str]:
@@ -122,6 +128,10 @@ def spec_problems(spec: ModelSpec) -> list[str]:
         problems.append("max_tokens must be between 1 and max_tokens_limit")
     if not (math.isfinite(spec.temperature) and 0 <= spec.temperature <= spec.max_temperature):
         problems.append("temperature must be between 0 and max_temperature")
+    if spec.vision and spec.backend not in IMAGE_BACKENDS:
+        problems.append(
+            f"vision needs a backend that passes images on ({', '.join(sorted(IMAGE_BACKENDS))})"
+        )
     if len(spec.system_prompt) > MAX_SYSTEM_PROMPT_CHARS:
         problems.append(f"system_prompt is limited to {MAX_SYSTEM_PROMPT_CHARS} characters")
     return problems

@@ -234,6 +234,11 @@ class VllmEngine:
         # to tens of them, which the event loop's other replies and sockets would wait out.
         return await asyncio.to_thread(_render, tokenizer, messages, continue_final)
 
+    @property
+    def exact_counts(self) -> bool:
+        """See base.counts_exactly: from the model's tokenizer once the model is loaded."""
+        return self._tokenizer is not None
+
     def count_tokens(self, text: str) -> int:
         # Until the first reply has loaded the model there is no tokenizer to ask.
         if self._tokenizer is None:

@@ -18,7 +18,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypedDict, TypeVar
 
-from conversations.models import Message
+from conversations.models import Attachment, Message
+
+
+class AttachmentPayload(TypedDict):
+    """A file attached to a user message, as it is listed (its text is for the prompt only)."""
+
+    id: str
+    name: str
+    kind: str  # its MIME type, judged from its bytes
+    size: int  # bytes
 
 
 class MessagePayload(TypedDict):
@@ -54,6 +63,13 @@ class MessagePayload(TypedDict):
     # the branch shown; None where not worked out (they cost a query).
     version: list[int | None] | None
     is_current: bool | None
+    attachments: list[AttachmentPayload]
+
+
+def attachment_payload(attachment: Attachment) -> AttachmentPayload:
+    return AttachmentPayload(
+        id=str(attachment.pk), name=attachment.name, kind=attachment.kind, size=attachment.size
+    )
 
 
 def message_payload(message: Message) -> MessagePayload:
@@ -88,6 +104,7 @@ def message_payload(message: Message) -> MessagePayload:
         error=message.error,
         version=message.version.as_list() if message.version is not None else None,
         is_current=message.is_current,
+        attachments=[attachment_payload(a) for a in message.shown_attachments or ()],
     )
 
 

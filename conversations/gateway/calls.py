@@ -36,16 +36,18 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
 
+from conversations.attachments import uploads
 from conversations.engines.base import ChatMessage
 from conversations.engines.specs import ModelSpec
 from conversations.events.protocol import Delta, Event, Finished, MessagePayload
 from conversations.gateway.errors import from_refusal
+from conversations.gateway.files import ReadFile, ReadFiles
 from conversations.gateway.wire import ChatCall
 from conversations.generation import replies, rows
 from conversations.generation.background import spawn
 from conversations.generation.plans import ReplyPlan
 from conversations.generation.running import RunningReply
-from conversations.models import Conversation, Message
+from conversations.models import Attachment, Conversation, Message
 from conversations.services.conversations import conversation_delete, conversation_visible
 from conversations.services.errors import ConversationGone, SendRefused
 from conversations.services.limits import conversation_counted
@@ -58,7 +60,13 @@ MAX_ORIGIN_DETAIL = 300  # Conversation.origin_detail
 
 
 async def call_start(
-    *, owner: User, call: ChatCall, model: ModelSpec, conversation_id: uuid.UUID | None, client: str
+    *,
+    owner: User,
+    call: ChatCall,
+    model: ModelSpec,
+    conversation_id: uuid.UUID | None,
+    client: str,
+    files: ReadFiles | None = None,
 ) -> CallReply:
     """Save the call and start its reply here; a GatewayError if the send is refused."""
     save = functools.partial(
@@ -68,6 +76,7 @@ async def call_start(
         model=model,
         conversation_id=conversation_id,
         client=client,
+        files=files or ReadFiles(),
     )
     try:
         running = await replies.reply_start_with(save)
@@ -77,15 +86,40 @@ async def call_start(
 
 
 def call_save(
-    *, owner: User, call: ChatCall, model: ModelSpec, conversation_id: uuid.UUID | None, client: str
+    *,
+    owner: User,
+    call: ChatCall,
+    model: ModelSpec,
+    conversation_id: uuid.UUID | None,
+    client: str,
+    files: ReadFiles,
 ) -> ReplyPlan:
-    """The call's conversation (new, or the caller's own), history and send, all or nothing."""
+    """The call's conversation (new, or the caller's own), history, files and send, all or
+    nothing: the files stored for a call that is then refused are deleted again."""
+    stored: list[Attachment] = []
+    try:
+        return _save(owner, call, model, conversation_id, client, files, stored)
+    except BaseException:
+        for attachment in stored:
+            attachment.file.delete(save=False)
+        raise
+
+
+def _save(
+    owner: User,
+    call: ChatCall,
+    model: ModelSpec,
+    conversation_id: uuid.UUID | None,
+    client: str,
+    files: ReadFiles,
+    stored: list[Attachment],
+) -> ReplyPlan:
     if conversation_id is not None:
         with transaction.atomic():
             found = conversation_visible(user=owner, conversation_id=conversation_id)
             if found is None:
                 raise ConversationGone("There is no such conversation of yours.")
-            return _send(found, call, model)
+            return _send(found, call, model, _kept(found, files.turn, stored))
     # A new conversation, counted as the chat page's "New conversation" is. Counted outside the
     # transaction: a send refused after (a reply limit, the model) or a failed commit leaves no
     # conversation, and gives its count back.
@@ -98,16 +132,46 @@ def call_save(
             model_slug=model.slug,
             system_prompt=call.system_prompt,
         )
-        _save_history(conversation, call.history)
-        return _send(conversation, call, model)
+        saved = _save_history(conversation, call.history)
+        for message, attached in zip(saved, files.history, strict=False):
+            _kept(conversation, attached, stored, message=message)
+        return _send(conversation, call, model, _kept(conversation, files.turn, stored))
 
 
-def _send(conversation: Conversation, call: ChatCall, model: ModelSpec) -> ReplyPlan:
+def _kept(
+    conversation: Conversation,
+    files: tuple[ReadFile, ...],
+    stored: list[Attachment],
+    *,
+    message: Message | None = None,
+) -> tuple[uuid.UUID, ...]:
+    """Store a message's files (the new turn's wait for the send, which counts and links them)."""
+    for file in files:
+        attachment = uploads.keep(
+            owner=conversation.owner,
+            conversation=conversation,
+            name=file.name,
+            kind=file.kind,
+            data=file.data,
+            text=file.text,
+            message=message,
+        )
+        stored.append(attachment)
+    return tuple(a.pk for a in stored[-len(files) :]) if files else ()
+
+
+def _send(
+    conversation: Conversation,
+    call: ChatCall,
+    model: ModelSpec,
+    attachment_ids: tuple[uuid.UUID, ...],
+) -> ReplyPlan:
     return replies.reply_create(
         replies.Send(
             conversation=conversation,
             turn=replies.Turn(content=call.content),
             model_slug=model.slug,
+            attachment_ids=attachment_ids,
             call=replies.CallSettings(
                 system_prompt=call.system_prompt,
                 temperature=call.temperature,
@@ -122,11 +186,11 @@ def _send(conversation: Conversation, call: ChatCall, model: ModelSpec) -> Reply
     )
 
 
-def _save_history(conversation: Conversation, history: tuple[ChatMessage, ...]) -> None:
+def _save_history(conversation: Conversation, history: tuple[ChatMessage, ...]) -> list[Message]:
     """The request's earlier messages as one line of the conversation's tree; the send goes on
     from its last message."""
     if not history:
-        return
+        return []
     saved = Message.objects.bulk_create(
         Message(conversation=conversation, role=message.role, content=message.content)
         for message in history
@@ -135,6 +199,7 @@ def _save_history(conversation: Conversation, history: tuple[ChatMessage, ...]) 
         child.parent = parent
     Message.objects.bulk_update(saved[1:], ["parent"])
     Conversation.objects.filter(pk=conversation.pk).update(current_leaf=saved[-1])
+    return saved
 
 
 def _printable(text: str) -> str:

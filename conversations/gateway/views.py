@@ -19,7 +19,6 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -33,6 +32,7 @@ from conversations.gateway.errors import (
     bad_request,
     model_not_found,
 )
+from conversations.gateway.files import read_call_files
 from conversations.gateway.wire import parse_chat_call, parse_conversation_header
 from conversations.types import User
 
@@ -69,10 +69,12 @@ def endpoint(*methods: str) -> Callable[[View], View]:
 @endpoint("POST")
 async def chat_completions(request: HttpRequest) -> HttpResponseBase:
     owner = await auth.caller(request)
-    try:
-        body = request.body
-    except RequestDataTooBig:
-        raise GatewayError(413, "The request body is too large.", code="too_large") from None
+    # Read here rather than through request.body, which holds every route to Django's 2.5 MB:
+    # this route's own limit (CHAT_GATEWAY_MAX_BODY_BYTES, room for files) was applied before
+    # the body was read (chatsite/body_limits.py).
+    body = request.read()
+    if len(body) > settings.CHAT_GATEWAY_MAX_BODY_BYTES:  # a server in front of no limit
+        raise GatewayError(413, "The request body is too large.", code="too_large")
     call = parse_chat_call(body)
     conversation_id = parse_conversation_header(request.headers.get(CONVERSATION_HEADER))
     if conversation_id is not None and not settings.CHAT_GATEWAY_RECORD:
@@ -88,6 +90,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
         model=model,
         conversation_id=conversation_id,
         client=request.headers.get("User-Agent", ""),
+        files=await read_call_files(call, model),
     )
     completion = sse.Completion.of(
         reply.plan.request_id, int(time.time()), model.slug, call.include_usage

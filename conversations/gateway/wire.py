@@ -2,7 +2,8 @@
 
 The body is OpenAI's Chat Completions request. What chatsite cannot honour is refused with a 400
 that names the parameter, never ignored: n other than 1, tools, logprobs, a JSON response
-format, penalties, logit_bias, audio, images. Fields that change nothing here (`user`,
+format, penalties, logit_bias, audio. A user message's `file` and `image_url` parts are the
+call's attachments (gateway.parts, gateway.files). Fields that change nothing here (`user`,
 `metadata`, `store`, ...) are ignored, as OpenAI-compatible servers do.
 """
 
@@ -19,6 +20,7 @@ from django.conf import settings
 from conversations.engines.base import ChatMessage
 from conversations.engines.specs import MAX_SYSTEM_PROMPT_CHARS
 from conversations.gateway.errors import GatewayError, bad_request
+from conversations.gateway.parts import CallFile, content_of
 from conversations.services.text import storable
 
 MAX_MESSAGES = 1000
@@ -47,6 +49,9 @@ class ChatCall:
     top_p: float | None = None
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    # The files of the new turn, and of each message of the history (aligned with it).
+    files: tuple[CallFile, ...] = ()
+    history_files: tuple[tuple[CallFile, ...], ...] = ()
 
     @property
     def first_question(self) -> str:
@@ -67,7 +72,7 @@ def parse_chat_call(body: bytes) -> ChatCall:
         raise bad_request("model is required: the slug of one of your models.", "model")
     if len(model) > MAX_MODEL_CHARS:
         raise bad_request(f"model is limited to {MAX_MODEL_CHARS} characters.", "model")
-    system, history, content = _messages(data.get("messages"))
+    system, history, content, files = _messages(data.get("messages"))
     stream = _optional_bool(data, "stream") or False
     options = data.get("stream_options")
     if options is not None and not stream:
@@ -82,7 +87,9 @@ def parse_chat_call(body: bytes) -> ChatCall:
     return ChatCall(
         model=model.strip(),
         content=content,
-        history=history,
+        history=tuple(message for message, _ in history),
+        history_files=tuple(attached for _, attached in history),
+        files=files,
         system_prompt=system,
         stream=stream,
         include_usage=include_usage,
@@ -108,14 +115,18 @@ def parse_conversation_header(value: str | None) -> uuid.UUID | None:
         ) from None
 
 
-def _messages(raw: object) -> tuple[str | None, tuple[ChatMessage, ...], str]:
-    """The system prompt, the history and the new turn."""
+def _messages(
+    raw: object,
+) -> tuple[
+    str | None, tuple[tuple[ChatMessage, tuple[CallFile, ...]], ...], str, tuple[CallFile, ...]
+]:
+    """The system prompt, the history (each message with its files), the new turn and its files."""
     if not isinstance(raw, list) or not raw:
         raise bad_request("messages must be a non-empty list.", "messages")
     if len(raw) > MAX_MESSAGES:
         raise bad_request(f"messages is limited to {MAX_MESSAGES} messages.", "messages")
     system: list[str] = []
-    turns: list[ChatMessage] = []
+    turns: list[tuple[ChatMessage, tuple[CallFile, ...]]] = []
     for index, item in enumerate(raw):
         where = f"messages[{index}]"
         if not isinstance(item, dict):
@@ -130,7 +141,12 @@ def _messages(raw: object) -> tuple[str | None, tuple[ChatMessage, ...], str]:
             )
         if item.get("tool_calls") or item.get("function_call"):
             raise bad_request("Tool calls are not supported.", f"{where}.tool_calls")
-        text = _content(item.get("content"), f"{where}.content", allow_null=role == "assistant")
+        text, files = content_of(
+            item.get("content"),
+            f"{where}.content",
+            allow_null=role == "assistant",
+            allow_files=role == "user",
+        )
         if role in _SYSTEM_ROLES:
             system.append(text)
             continue
@@ -141,14 +157,15 @@ def _messages(raw: object) -> tuple[str | None, tuple[ChatMessage, ...], str]:
                 f"{where}.content",
                 "too_long",
             )
-        turns.append(ChatMessage(role, text))
+        turns.append((ChatMessage(role, text), files))
     last = len(raw) - 1
     if not turns or raw[last].get("role") != "user":
         raise bad_request(
             "The last message must be the user's: the reply answers it.", f"messages[{last}].role"
         )
-    content = turns[-1].content.strip()
-    if not content:
+    last_turn, files = turns[-1]
+    content = last_turn.content.strip()
+    if not content and not files:
         raise bad_request(f"messages[{last}].content is empty.", f"messages[{last}].content")
     prompt = "\n\n".join(system) if system else None
     if prompt is not None and len(prompt) > MAX_SYSTEM_PROMPT_CHARS:
@@ -157,31 +174,7 @@ def _messages(raw: object) -> tuple[str | None, tuple[ChatMessage, ...], str]:
             "messages",
             "too_long",
         )
-    return prompt, tuple(turns[:-1]), content
-
-
-def _content(raw: object, where: str, *, allow_null: bool) -> str:
-    """A message's text: a string, or a list of text parts (joined)."""
-    if raw is None and allow_null:
-        return ""
-    if isinstance(raw, list):
-        parts = []
-        for index, part in enumerate(raw):
-            if not isinstance(part, dict) or part.get("type") != "text":
-                raise bad_request(
-                    "Only text content is supported: parts of type text.", f"{where}[{index}]"
-                )
-            parts.append(_text(part.get("text"), f"{where}[{index}].text"))
-        return "".join(parts)
-    return _text(raw, where)
-
-
-def _text(raw: object, where: str) -> str:
-    if not isinstance(raw, str):
-        raise bad_request(f"{where} must be text.", where)
-    if not storable(raw):
-        raise bad_request(f"{where} contains characters that cannot be saved.", where)
-    return raw
+    return prompt, tuple(turns[:-1]), content, files
 
 
 def _stop(raw: object) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from conversations import engines
 from conversations.events.protocol import Started, message_payload
+from conversations.generation import attached
 from conversations.generation.placement import Place, Turn, place, shown_leaf
 from conversations.generation.plans import ReplyPlan
 from conversations.generation.recovery import replies_mark_interrupted, stale_heartbeat
@@ -41,6 +42,7 @@ class Send:
     """One send: the turn it asks for in `conversation`, and who asks.
 
     `model_slug`: the model to use (it becomes the conversation's), else the conversation's.
+    `attachment_ids`: files waiting in the conversation's composer, sent with the message.
     `user_id`: the sender, whose session `session_key` must still sign them in (a socket's
     send; None: no check). `call`: an API call's own settings (the gateway).
     """
@@ -49,6 +51,7 @@ class Send:
     turn: Turn
     idempotency_key: str = ""
     model_slug: str = ""
+    attachment_ids: tuple[uuid.UUID, ...] = ()
     session_key: str | None = None
     user_id: int | None = None
     call: CallSettings = field(default_factory=CallSettings)
@@ -88,6 +91,10 @@ def save(send: Send) -> Saved:
     from the message edited or the reply regenerated; the branch they make is the one shown
     after, and the model they use is the conversation's from now on."""
     conversation = send.conversation
+    if send.attachment_ids:  # counted before the locks: a tokenizer may have to load
+        attached.check_fit(
+            conversation, send.attachment_ids, content=send.turn.content, model_slug=send.model_slug
+        )
     try:
         with transaction.atomic():
             owner = get_user_model().objects.select_for_update().get(pk=conversation.owner_id)
@@ -117,6 +124,10 @@ def _write(send: Send, chosen: Conversation, where: Place, resolved: Resolved) -
     user_message = None
     if where.has_user_message:
         user_message = _user_message(conversation, where, turn.content, key)
+        user_message.shown_attachments = []
+        if send.attachment_ids:
+            attached.attach(user_message, send.attachment_ids, resolved)
+            branches.with_attachments([user_message])
     # A turn without a user message keeps its key on the reply: a double click on Regenerate
     # starts one reply.
     reply_key = "" if user_message else key
@@ -124,13 +135,18 @@ def _write(send: Send, chosen: Conversation, where: Place, resolved: Resolved) -
     reply = _pending_reply(conversation, parent, where.prefix, reply_key, resolved)
     title = chosen.title
     if user_message is not None and not title and not chosen.title_is_custom:
-        title = Conversation.first_words(turn.content)
+        title = Conversation.first_words(turn.content or _first_attachment_name(user_message))
     # The model picked for this send is the conversation's from now on, in every tab, and the
     # branch the new messages make is the one shown.
     Conversation.objects.filter(pk=conversation.pk).update(
         updated_at=timezone.now(), model_slug=resolved.model.slug, current_leaf=reply, title=title
     )
     return Saved(user_message, reply, place=where, title=title, resolved=resolved)
+
+
+def _first_attachment_name(message: Message) -> str:
+    """A message of files only is named after its first."""
+    return message.shown_attachments[0].name if message.shown_attachments else ""
 
 
 def _place_among_versions(saved: Saved) -> None:
@@ -217,7 +233,9 @@ def plan(*, conversation: Conversation, saved: Saved, call: CallSettings) -> Rep
     Started event its tabs render without a query. Read after the commit: the owner's row is
     not held while the history is read."""
     reply, user_message, resolved = saved.reply, saved.user_message, saved.resolved
-    history = prompt.load_history(conversation.id, leaf=reply.parent_id)
+    history = prompt.load_history(
+        conversation.id, leaf=reply.parent_id, images=resolved.model.vision
+    )
     return ReplyPlan(
         conversation_id=conversation.id,
         owner_id=conversation.owner_id,

@@ -14,9 +14,11 @@ here, as Django and the rest of chatsite expect (`from conversations.models impo
 - usage: TokenUsage, the ledger of tokens used, a row per user, day and model, and
   FirstTokenTimes, the replies' times to first token a day and model, in buckets;
 - budgets: Budget, tokens a day and a month for one user or group;
-- audit: AuditEvent, the append-only audit log.
+- audit: AuditEvent, the append-only audit log;
+- attachments: Attachment, a file in a message, with the text read from it, and its Kind.
 """
 
+from conversations.models.attachments import Attachment, AttachmentQuerySet
 from conversations.models.audit import AuditEvent, AuditEventQuerySet
 from conversations.models.budgets import Budget
 from conversations.models.chat_models import ChatModel
@@ -33,6 +35,8 @@ from conversations.models.usage import FirstTokenTimes, TokenUsage
 __all__ = [
     "ApiToken",
     "ApiTokenQuerySet",
+    "Attachment",
+    "AttachmentQuerySet",
     "AuditEvent",
     "AuditEventQuerySet",
     "Budget",

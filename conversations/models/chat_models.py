@@ -34,6 +34,10 @@ class ChatModel(models.Model):
         "auth.Group", blank=True, help_text="Who may use it; nobody chosen: everyone signed in."
     )
     enabled = models.BooleanField(default=True)
+    vision = models.BooleanField(
+        default=False,
+        help_text="It reads images: attached images are sent to it (the openai backend only).",
+    )
     # What its tokens cost, for the staff's usage page; empty: not priced.
     price_prompt_per_million = models.DecimalField(
         max_digits=12,

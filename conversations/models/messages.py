@@ -121,6 +121,9 @@ class Message(models.Model):
     # a services.branches.Version.
     version: Any = None
     is_current: bool | None = None  # on the branch shown; set with `version`
+    # A user message's attachments as pages and tabs list them, set where they are shown (one
+    # query for a branch: services.branches.with_attachments); None: not looked up.
+    shown_attachments: list[Any] | None = None
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from conversations import engines
 from conversations.engines import catalogue, specs
 from conversations.imports import FORMATS
-from conversations.models import Conversation, UserPreferences
+from conversations.models import Attachment, Conversation, UserPreferences
 from conversations.pages.forms import ConversationSettingsForm, TitleForm
 from conversations.pages.htmx import HtmxRequest
 from conversations.services import audit, branches
@@ -164,6 +164,12 @@ def _detail_page(
             "model_choices": choices,
             "export_formats": [("markdown", "Markdown"), ("json", "JSON"), ("txt", "Text")],
             "current_model": current,
+            # Files put in the composer and not sent yet: a reload keeps them, as it keeps a draft.
+            "pending_attachments": Attachment.objects.pending().filter(
+                owner=request.user, conversation=conversation
+            ),
+            "context_tokens": current.spec.context_tokens if current else 0,
+            "max_attachment_bytes": settings.CHAT_ATTACHMENT_MAX_BYTES,
             "settings_form": settings_form,
             "origin_note": origin_note(conversation),
             "staff_views": audit.staff_views_shown_to_owner(conversation),

@@ -21,7 +21,7 @@ from django.db import transaction
 
 from conversations.events import broadcast
 from conversations.events.protocol import BranchChanged, MessagePayload, message_payload
-from conversations.models import Conversation, Message
+from conversations.models import Attachment, Conversation, Message
 from conversations.services.errors import ReplyInProgress, SendRefused
 
 
@@ -101,9 +101,24 @@ def place_all(messages: list[Message], leaf_id: int | None) -> list[Message]:
 
 
 def visible_branch(conversation: Conversation) -> list[Message]:
-    """The branch shown, each message with its `version` (one query for all the messages)."""
+    """The branch shown, each message with its `version` (one query for all the messages) and
+    its attachments (one more)."""
     messages = list(Message.objects.filter(conversation=conversation).order_by("created_at", "id"))
-    return shown(messages, conversation.current_leaf_id)
+    return with_attachments(shown(messages, conversation.current_leaf_id))
+
+
+def with_attachments(messages: list[Message]) -> list[Message]:
+    """The messages, each user message with its `shown_attachments` (in one query)."""
+    asked = {m.pk: m for m in messages if m.role == Message.Role.USER}
+    for message in asked.values():
+        message.shown_attachments = []
+    if asked:
+        rows = Attachment.objects.filter(message_id__in=list(asked)).only(
+            "id", "message_id", "name", "kind", "size"
+        )
+        for attachment in rows:
+            asked[attachment.message_id].shown_attachments.append(attachment)  # type: ignore[index, union-attr]
+    return messages
 
 
 def link_as_a_line(conversation_id: uuid.UUID) -> int | None:

@@ -1,13 +1,20 @@
-"""What the engine is given for a reply: the system prompt, then as much history as fits."""
+"""What the engine is given for a reply: the system prompt, then as much history as fits, each
+user message with the files attached to it."""
 
 from __future__ import annotations
 
+import base64
+import re
 import uuid
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from django.db.models import Exists, OuterRef
 
 from conversations.engines.base import ChatMessage, Engine
 from conversations.engines.specs import ReplySettings
-from conversations.models import Message
+from conversations.models import Attachment, Message
 from conversations.services.branches import path_to
 
 # Replies the model actually produced text for are history; failed empty ones are not.
@@ -32,19 +39,94 @@ class Prompt:
     tokens: int
 
 
-def load_history(conversation_id: uuid.UUID, *, leaf: int | None) -> list[ChatMessage]:
+def load_history(
+    conversation_id: uuid.UUID, *, leaf: int | None, images: bool = False
+) -> list[ChatMessage]:
     """The branch of the conversation that ends at message `leaf` (a new reply's parent),
-    oldest first: the versions the user sees, not the ones they browsed away from."""
-    rows = Message.objects.filter(conversation_id=conversation_id).only(
-        "id", "parent_id", "role", "content", "status", "created_at"
+    oldest first: the versions the user sees, not the ones they browsed away from. A user
+    message carries its attachments' text, and its images where the model reads them
+    (`images`; else they are named only)."""
+    # Whether each message has files is asked in the same query: a send costs no query more
+    # in a conversation without any (a crowd of sends waits for each other's queries).
+    rows = (
+        Message.objects.filter(conversation_id=conversation_id)
+        .only("id", "parent_id", "role", "content", "status", "created_at")
+        .annotate(has_files=Exists(Attachment.objects.filter(message=OuterRef("pk"))))
     )
     branch = path_to(leaf, {message.pk: message for message in rows})
-    return [
-        ChatMessage(role=message.role, content=message.content)
+    kept = [
+        message
         for message in branch
         if message.role == Message.Role.USER
         or (message.status in _HISTORY_STATUSES and message.content)
     ]
+    with_files = [message.pk for message in kept if message.has_files]  # type: ignore[attr-defined]
+    attached = _attachments_of(with_files)
+    return [_chat_message(message, attached.get(message.pk, []), images) for message in kept]
+
+
+def prompt_room(engine: Engine, reply: ReplySettings) -> int:
+    """How many tokens a user message may cost in the engine's context: what the reply and the
+    system prompt leave of it. Blocking (count_tokens)."""
+    room = engine.context_tokens - reply.max_tokens - _FRAMING_TOKENS
+    if reply.system_prompt:
+        room -= engine.count_tokens(reply.system_prompt) + _FRAMING_TOKENS
+    return room
+
+
+def attachment_part(name: str, kind_label: str, text: str) -> str:
+    """An attached file's text as a user message carries it: a line naming the file, then its
+    text fenced by more backticks than any run of them in it, so that nothing in the file can
+    end its part early or pass for the user's own words."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"Attached file: {name} ({kind_label})\n{fence}\n{text}\n{fence}"
+
+
+def image_note(name: str) -> str:
+    """What a model that does not read images is told of one."""
+    return f"Attached image: {name} (not shown to this model)"
+
+
+def with_attachments(content: str, parts: Iterable[str]) -> str:
+    """A user message's text followed by its attachments' parts."""
+    return "\n\n".join([content, *parts])
+
+
+def _attachments_of(message_ids: Iterable[int]) -> dict[int, list[Attachment]]:
+    ids = list(message_ids)
+    attached: dict[int, list[Attachment]] = defaultdict(list)
+    if not ids:
+        return attached
+    rows = Attachment.objects.filter(message_id__in=ids).defer("counted_for", "created_at")
+    for attachment in rows:
+        assert attachment.message_id is not None
+        attached[attachment.message_id].append(attachment)
+    return attached
+
+
+def _chat_message(message: Message, attachments: list[Attachment], images: bool) -> ChatMessage:
+    if not attachments:
+        return ChatMessage(role=message.role, content=message.content)
+    parts, urls = [], []
+    for attachment in attachments:
+        if not attachment.is_image:
+            parts.append(
+                attachment_part(attachment.name, attachment.get_kind_display(), attachment.text)
+            )
+        elif images:
+            urls.append(_data_url(attachment))
+        else:
+            parts.append(image_note(attachment.name))
+    return ChatMessage(
+        role=message.role, content=with_attachments(message.content, parts), images=tuple(urls)
+    )
+
+
+def _data_url(attachment: Attachment) -> str:
+    with attachment.file.open("rb") as stored:
+        encoded = base64.b64encode(stored.read()).decode("ascii")
+    return f"data:{attachment.kind};base64,{encoded}"
 
 
 def build_prompt(

@@ -32,6 +32,8 @@ from conversations.types import User
 
 # What a reader sees of each message; nothing else is copied (no ids, no owner, no settings).
 SNAPSHOT_FIELDS = ("role", "content", "created_at", "model_slug", "status", "finish_reason")
+# A message sent with files also holds their names (never their text or the files): readers of
+# a link see that a file was attached, not what it held.
 # token_urlsafe(32) is 43 characters; anything much longer is not a token and is not hashed.
 MAX_TOKEN_LENGTH = 64
 
@@ -42,8 +44,8 @@ class TooManyShares(Exception):
     code = "too_many_shares"
 
 
-def _snapshot(message: Message) -> dict[str, str]:
-    return {
+def _snapshot(message: Message) -> dict[str, Any]:
+    shown: dict[str, Any] = {
         "role": message.role,
         "content": message.content,
         "created_at": message.created_at.isoformat(),
@@ -51,9 +53,12 @@ def _snapshot(message: Message) -> dict[str, str]:
         "status": message.status,
         "finish_reason": message.finish_reason,
     }
+    if message.shown_attachments:  # left out otherwise: earlier snapshots keep their digest
+        shown["attachments"] = [attachment.name for attachment in message.shown_attachments]
+    return shown
 
 
-def snapshot_digest(messages: list[dict[str, str]]) -> str:
+def snapshot_digest(messages: list[dict[str, Any]]) -> str:
     """The SHA-256 of a snapshot's messages: the same messages always give the same digest."""
     # Keys sorted, and ASCII (the default): one text is one byte string, whatever it holds.
     canonical = json.dumps(messages, sort_keys=True, separators=(",", ":"))
@@ -102,7 +107,7 @@ def share_create(*, conversation: Conversation, created_by: User) -> tuple[Share
     return share, token
 
 
-def _stored_snapshot(conversation: Conversation, messages: list[dict[str, str]]) -> int:
+def _stored_snapshot(conversation: Conversation, messages: list[dict[str, Any]]) -> int:
     """The id of the conversation's snapshot of these messages, stored now if it was not."""
     digest = snapshot_digest(messages)
     stored = _stored_snapshot_id(conversation, digest)
@@ -183,6 +188,7 @@ class SharedMessage:
     model_slug: str
     status: str
     finish_reason: str
+    attachments: tuple[str, ...] = ()  # the names of the files it was sent with
 
 
 def shared_messages(share: ShareLink) -> list[SharedMessage]:
@@ -197,6 +203,7 @@ def shared_messages(share: ShareLink) -> list[SharedMessage]:
             model_slug=str(entry.get("model_slug", "")),
             status=str(entry.get("status", "")),
             finish_reason=str(entry.get("finish_reason", "")),
+            attachments=tuple(str(name) for name in entry.get("attachments") or ()),
         )
         for entry in entries
     ]

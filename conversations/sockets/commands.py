@@ -70,6 +70,7 @@ class Commands:
                         turn=turn,
                         idempotency_key=command.idempotency_key,
                         model_slug=command.model,
+                        attachment_ids=command.attachments,
                         session_key=self.session.session_key,
                         user_id=self.session.user_id,
                     )

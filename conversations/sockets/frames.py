@@ -31,6 +31,8 @@ class SendFrame:
     model: str = ""  # a model's slug; empty: the conversation's model
     turn: str = "send"  # send, regenerate, edit or continue (see generation.replies.Turn)
     message_id: int | None = None  # edit: the message it is a new version of
+    # Files the composer holds for a send (conversations.attachments.uploads), by id.
+    attachments: tuple[uuid.UUID, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,8 @@ def parse_frame(raw: str | None, *, conversation_id: str) -> SendFrame | CancelF
         )
     turn = TURNS[action]
     message_id = _message_id(data) if turn == "edit" else None
-    content = _content(data) if turn in WITH_CONTENT else ""
+    attachments = _attachments(data) if turn == "send" else ()
+    content = _content(data, optional=bool(attachments)) if turn in WITH_CONTENT else ""
     # null is what a form serializer sends for "no key"; it means the same as leaving it out.
     key = data.get("idempotency_key")
     if key is None:
@@ -111,7 +114,12 @@ def parse_frame(raw: str | None, *, conversation_id: str) -> SendFrame | CancelF
             "bad_model", f"model must be a model's name of at most {MAX_MODEL_SLUG} characters."
         )
     return SendFrame(
-        content=content, idempotency_key=key, model=model.strip(), turn=turn, message_id=message_id
+        content=content,
+        idempotency_key=key,
+        model=model.strip(),
+        turn=turn,
+        message_id=message_id,
+        attachments=attachments,
     )
 
 
@@ -124,14 +132,33 @@ def _message_id(data: dict[str, object]) -> int:
     return value
 
 
-def _content(data: dict[str, object]) -> str:
+def _attachments(data: dict[str, object]) -> tuple[uuid.UUID, ...]:
+    """The composer's attachments: one id as text, several as a list (how a form serializes
+    one hidden field or many), none left out."""
+    value = data.get("attachments")
+    if value is None or value == "":
+        return ()
+    values = value if isinstance(value, list) else [value]
+    most = settings.CHAT_ATTACHMENTS_PER_MESSAGE
+    if len(values) > most:
+        raise FrameError("too_many_attachments", f"A message may carry {most} attachments at most.")
+    try:
+        ids = tuple(uuid.UUID(item) for item in values if isinstance(item, str))
+    except ValueError:
+        ids = ()
+    if len(ids) != len(values):
+        raise FrameError("bad_attachments", "attachments must be the ids of attached files.")
+    return tuple(dict.fromkeys(ids))
+
+
+def _content(data: dict[str, object], *, optional: bool = False) -> str:
     content = data.get("content")
     if not isinstance(content, str):
         raise FrameError("bad_content", "The content must be text.")
     if not storable(content):
         raise FrameError("bad_content", "The content contains characters that cannot be saved.")
     content = content.strip()
-    if not content:
+    if not content and not optional:
         raise FrameError("empty", "Write a message before sending.")
     max_chars = settings.CHAT_MAX_PROMPT_CHARS
     if len(content) > max_chars:

@@ -12,7 +12,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.safestring import SafeString
 
 from conversations.events.protocol import MessagePayload, Started
-from conversations.models import Conversation, Message
+from conversations.models import Attachment, Conversation, Message
 from conversations.pages.markdown import closed_length
 from conversations.services.branches import Version
 from conversations.sockets.pieces import delta_chars, fits, longest_head, pieces
@@ -204,6 +204,12 @@ def _message(payload: MessagePayload) -> Message:
     created_at = _moment(payload["created_at"])
     if created_at is not None:  # a saved row always has one; the field cannot be None
         message.created_at = created_at
+    message.shown_attachments = [
+        Attachment(
+            id=uuid.UUID(shown["id"]), name=shown["name"], kind=shown["kind"], size=shown["size"]
+        )
+        for shown in payload.get("attachments") or ()
+    ]
     if payload["version"]:
         index, count, previous_id, next_id = payload["version"]
         message.version = Version(int(index or 0), int(count or 0), previous_id, next_id)

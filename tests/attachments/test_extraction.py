@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
+from django.conf import settings
 
-from conversations.attachments import extraction
 from conversations.attachments.extraction import Unreadable, extracted_text, extracted_text_sync
 from conversations.attachments.kinds import Kind, kind_of
 from conversations.attachments.names import shown_name
@@ -95,16 +96,16 @@ async def test_a_hostile_or_broken_file_is_refused_within_the_limits(
     started = time.monotonic()
     with pytest.raises(Unreadable, match=says):
         await extracted_text(data, kind)
-    assert time.monotonic() - started < extraction.EXTRACT_SECONDS
+    assert time.monotonic() - started < settings.CHAT_ATTACHMENT_EXTRACT_SECONDS
 
 
-async def test_a_reader_past_its_memory_or_time_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_reader_past_its_memory_or_time_is_stopped(settings: Any) -> None:
     # Pages each within pypdf's limits, together past the reader's memory; then past its time.
-    monkeypatch.setattr(extraction, "EXTRACT_MEMORY_MB", 160)
+    settings.CHAT_ATTACHMENT_EXTRACT_MEMORY_MB = 160
     with pytest.raises(Unreadable, match="needs more than 160 MB"):
         await extracted_text(documents.wide_pages_pdf(20, 19), Kind.PDF)
-    monkeypatch.setattr(extraction, "EXTRACT_MEMORY_MB", 512)
-    monkeypatch.setattr(extraction, "EXTRACT_SECONDS", 1)
+    settings.CHAT_ATTACHMENT_EXTRACT_MEMORY_MB = 512
+    settings.CHAT_ATTACHMENT_EXTRACT_SECONDS = 1
     with pytest.raises(Unreadable, match="took longer than 1 s"):
         await extracted_text(documents.many_pages_pdf(4_900), Kind.PDF)
 

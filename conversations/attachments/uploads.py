@@ -1,0 +1,216 @@
+"""A file put in a composer: judged from its bytes, its text read once (in a child process,
+off the event loop), counted against the model's context, then stored under a key of its own.
+
+Nothing is stored for a file that is refused: too large, of a kind chatsite does not read, an
+image for a model that reads none, unreadable, or too long for the model's context once the
+reply and the system prompt have their room. The refusal says why, with the numbers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.uploadedfile import UploadedFile
+from django.db import models, transaction
+from django.db.models import Sum
+from django.template.defaultfilters import filesizeformat
+
+from conversations.attachments.extraction import Unreadable, extracted_text
+from conversations.attachments.kinds import Kind, kind_of
+from conversations.attachments.names import shown_name
+from conversations.attachments.receivers import delete_files_after_commit
+from conversations.engines.base import Engine, counts_exactly
+from conversations.engines.specs import ModelSpec, ReplySettings
+from conversations.models import Attachment, Conversation, Message
+from conversations.services import prompt
+from conversations.types import User
+
+# What an image costs a vision model, about (OpenAI's count for a detailed 512-pixel tile and
+# its base): no engine here can say before the send.
+IMAGE_TOKENS = 765
+READ_KINDS = "PDF, DOCX, text (Markdown, CSV, JSON, code) and, for a model that reads them, images"
+
+
+class AttachmentRefused(Exception):
+    """A file that is not kept; the message says why, for the person who sent it."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Reader:
+    """The model that will read the file: its spec, its engine (for the count), and the reply's
+    settings in this conversation (the room they leave)."""
+
+    model: ModelSpec
+    engine: Engine
+    reply: ReplySettings
+
+
+async def attach(
+    *, owner: User, conversation: Conversation, upload: UploadedFile[Any], reader: Reader
+) -> Attachment:
+    """Keep `upload` for the next message of `conversation`, or raise AttachmentRefused."""
+    name = shown_name(upload.name or "")
+    size = upload.size or 0
+    _check_size(name, size)
+    await _check_room_in_composer(owner, conversation, size)
+    data = await sync_to_async(upload.read, thread_sensitive=False)()
+    kind, text = await read(name, data, reader.model)
+    tokens, estimated = IMAGE_TOKENS, True
+    if not kind.is_image:
+        tokens, room = await asyncio.to_thread(_count, name, kind, text, reader)
+        estimated = not counts_exactly(reader.engine)
+        if tokens > room:
+            raise AttachmentRefused("too_long", too_long(name, tokens, room, reader, estimated))
+    return await sync_to_async(keep)(
+        owner=owner,
+        conversation=conversation,
+        name=name,
+        kind=kind,
+        data=data,
+        text=text,
+        tokens=tokens,
+        estimated=estimated,
+        counted_for=reader.model.engine_key,
+    )
+
+
+async def read(name: str, data: bytes, model: ModelSpec) -> tuple[Kind, str]:
+    """The file's kind, judged from its bytes, and its text (empty for an image), read within
+    the reader's limits; or AttachmentRefused: too large, a kind chatsite does not read, an image
+    for a model that reads none, unreadable, or without text."""
+    _check_size(name, len(data))
+    kind = kind_of(data)
+    if kind is None:
+        raise AttachmentRefused(
+            "unsupported", f"{name} is not a file chatsite reads ({READ_KINDS})."
+        )
+    if kind.is_image:
+        if not model.vision:
+            raise AttachmentRefused(
+                "no_vision", f"{model.name} does not read images: pick a model that does."
+            )
+        return kind, ""
+    try:
+        text = await extracted_text(data, kind)
+    except Unreadable as exc:
+        raise AttachmentRefused("unreadable", f"{name}: {exc}") from None
+    if not text.strip():
+        raise AttachmentRefused(
+            "no_text", f"{name} holds no text to read (a scan, or an empty file?)."
+        )
+    return kind, text
+
+
+def keep(
+    *,
+    owner: User,
+    conversation: Conversation,
+    name: str,
+    kind: Kind,
+    data: bytes,
+    text: str,
+    message: Message | None = None,
+    tokens: int = 0,
+    estimated: bool = True,
+    counted_for: str = "",
+) -> Attachment:
+    """Store a file that was read, under a key of its own, with its row: waiting in the
+    composer, or already `message`'s. Blocking. `counted_for` empty: not counted yet (a send
+    counts it for its model)."""
+    attachment = Attachment(
+        owner=owner,
+        conversation=conversation,
+        message=message,
+        name=name,
+        kind=kind,
+        size=len(data),
+        text=text,
+        tokens=tokens,
+        tokens_estimated=estimated,
+        counted_for=counted_for,
+    )
+    _store(attachment, data)
+    return attachment
+
+
+def _check_size(name: str, size: int) -> None:
+    limit = settings.CHAT_ATTACHMENT_MAX_BYTES
+    if size > limit:
+        raise AttachmentRefused(
+            "too_large",
+            f"{name} is {size_in_words(size)}; attachments are limited to {size_in_words(limit)}.",
+        )
+
+
+def _count(name: str, kind: Kind, text: str, reader: Reader) -> tuple[int, int]:
+    """Blocking: the engine's tokenizer may load, or ask the model's server."""
+    part = prompt.attachment_part(name, kind.label, text)
+    return reader.engine.count_tokens(part), prompt.prompt_room(reader.engine, reader.reply)
+
+
+def too_long(name: str, tokens: int, room: int, reader: Reader, estimated: bool) -> str:
+    about = "about " if estimated else ""
+    return (
+        f"{name} is {about}{tokens:,} tokens; {reader.model.name} reads "
+        f"{reader.engine.context_tokens:,} at most, and {max(room, 0):,} are left for a "
+        f"message once its reply ({reader.reply.max_tokens:,}) and the system prompt have "
+        "theirs. Nothing was cut: send a shorter file, or a part of it."
+    )
+
+
+def size_in_words(size: int) -> str:
+    """10.0 MB: Django's words, with a plain space (its own is non-breaking, for pages)."""
+    return str(filesizeformat(size)).replace("\xa0", " ")
+
+
+async def _check_room_in_composer(owner: User, conversation: Conversation, size: int) -> None:
+    """One message's limits: how many files, and their bytes together."""
+    waiting = Attachment.objects.pending().filter(owner=owner, conversation=conversation)
+    held = await waiting.aaggregate(count=models.Count("pk"), size=Sum("size"))
+    most = settings.CHAT_ATTACHMENTS_PER_MESSAGE
+    if held["count"] >= most:
+        raise AttachmentRefused("too_many", f"A message may carry {most} attachments at most.")
+    limit = settings.CHAT_ATTACHMENT_MAX_MESSAGE_BYTES
+    if (held["size"] or 0) + size > limit:
+        raise AttachmentRefused(
+            "too_large",
+            f"One message's attachments are limited to {size_in_words(limit)} together.",
+        )
+
+
+def _store(attachment: Attachment, data: bytes) -> None:
+    """The file under its generated key, then its row; a row that cannot be written leaves
+    no file behind."""
+    attachment.file.save(attachment.pk.hex, ContentFile(data), save=False)
+    try:
+        with transaction.atomic():
+            attachment.save()
+    except BaseException:
+        attachment.file.delete(save=False)
+        raise
+
+
+async def detach(*, owner: User, attachment_id: str) -> bool:
+    """Take a file out of its composer before it is sent (the owner's only); False if there
+    was none such."""
+    rows = Attachment.objects.pending().filter(owner=owner, pk=attachment_id)
+    attachment = await rows.afirst()
+    if attachment is None:
+        return False
+    await sync_to_async(_delete)(attachment)
+    return True
+
+
+def _delete(attachment: Attachment) -> None:
+    with transaction.atomic():
+        attachment.delete()
+        delete_files_after_commit([attachment.file.name or ""])

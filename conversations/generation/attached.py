@@ -1,0 +1,84 @@
+"""A send's attachments: checked to fit the model's context before anything is saved, then
+moved from the composer onto the new user message in the send's transaction.
+
+The count comes first, outside the send's locks: the engine's tokenizer may have to load for a
+file counted for another model (the composer counts for the model picked when the file came).
+What is known to fit is then linked under the locks with one conditional UPDATE, so a file sent
+from another tab a moment ago, or taken out of the composer, refuses the send instead of
+vanishing from it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from django.contrib.auth import get_user_model
+
+from conversations.engines.base import counts_exactly
+from conversations.generation.resolve import CallSettings, Resolved, resolve
+from conversations.models import Attachment, AttachmentQuerySet, Conversation, Message
+from conversations.services import prompt
+from conversations.services.errors import SendRefused
+
+
+class AttachmentsRefused(SendRefused):
+    code = "attachments_refused"
+
+
+GONE = "An attachment of this message is no longer in the composer: attach it again."
+
+
+def check_fit(
+    conversation: Conversation, ids: Sequence[uuid.UUID], *, content: str, model_slug: str
+) -> None:
+    """Refuse, with the numbers, a message whose text and attachments would not fit the context
+    of the model that will answer it once its reply and the system prompt have their room:
+    nothing is ever cut to make it fit."""
+    owner = get_user_model().objects.get(pk=conversation.owner_id)
+    chosen = Conversation.objects.get(pk=conversation.pk)
+    resolved = resolve(owner=owner, chosen=chosen, model_slug=model_slug, call=CallSettings())
+    attachments = list(_waiting(conversation, ids))
+    if len(attachments) != len(ids):
+        raise AttachmentsRefused(GONE)
+    engine = resolved.engine
+    costs = [(attachment.name, _tokens(attachment, resolved)) for attachment in attachments]
+    costs.append(("your text", engine.count_tokens(content) if content else 0))
+    needed = sum(tokens for _, tokens in costs)
+    room = prompt.prompt_room(engine, resolved.settings)
+    if needed > room:
+        about = "" if counts_exactly(engine) else "about "
+        parts = ", ".join(f"{name} {tokens:,}" for name, tokens in costs)
+        raise AttachmentsRefused(
+            f"This message is {about}{needed:,} tokens ({parts}); {resolved.model.name} reads "
+            f"{engine.context_tokens:,} at most, and {max(room, 0):,} are left for a message "
+            f"once its reply ({resolved.settings.max_tokens:,}) and the system prompt have "
+            "theirs. Nothing was sent: take a file out, or send a shorter one."
+        )
+
+
+def attach(message: Message, ids: Sequence[uuid.UUID], resolved: Resolved) -> None:
+    """Move the composer's files onto `message` (in the send's transaction), or refuse."""
+    waiting = _waiting(message.conversation, ids)
+    if not resolved.model.vision and waiting.filter(kind__startswith="image/").exists():
+        raise AttachmentsRefused(
+            f"{resolved.model.name} does not read images: take them out, or pick a model that does."
+        )
+    for position, attachment_id in enumerate(ids):
+        moved = waiting.filter(pk=attachment_id).update(message=message, position=position)
+        if not moved:
+            raise AttachmentsRefused(GONE)
+
+
+def _waiting(conversation: Conversation, ids: Sequence[uuid.UUID]) -> AttachmentQuerySet:
+    return Attachment.objects.pending().filter(
+        owner_id=conversation.owner_id, conversation_id=conversation.pk, pk__in=list(ids)
+    )
+
+
+def _tokens(attachment: Attachment, resolved: Resolved) -> int:
+    """What the file costs this model: as counted when it came, if that was for this model."""
+    if attachment.is_image or attachment.counted_for == resolved.model.engine_key:
+        return attachment.tokens
+    part = prompt.attachment_part(attachment.name, attachment.get_kind_display(), attachment.text)
+    return resolved.engine.count_tokens(part)
