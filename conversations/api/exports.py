@@ -33,6 +33,7 @@ from django.utils.text import slugify
 from rest_framework.utils.encoders import JSONEncoder
 
 from conversations.api.serializers import ConversationDetailSerializer
+from conversations.imports.limits import size_in_words
 from conversations.models import Conversation, Message
 from conversations.services import branches
 
@@ -109,6 +110,15 @@ def stop_note(message: Message) -> str:
     return ""
 
 
+def attachment_notes(message: Message) -> list[str]:
+    """Each file the message was sent with, in a few words (from the prefetched attachments):
+    its name, kind and size (the text is in the JSON export, the files in the zip)."""
+    return [
+        f"{attachment.name} ({attachment.get_kind_display()}, {size_in_words(attachment.size)})"
+        for attachment in message.attachments.all()
+    ]
+
+
 def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
 
@@ -133,6 +143,8 @@ def to_markdown(conversation: Conversation) -> str:
         heading = f"## {message.get_role_display()} · {_when(message.created_at)}{source}{version}"
         lines += ["", heading, ""]
         lines.append(message.content or "_(no text)_")
+        if attached := attachment_notes(message):
+            lines += ["", *(f"- Attached: {note}" for note in attached)]
         if note := stop_note(message):
             lines += ["", f"> **{message.get_status_display()}:** {note}"]
     return "\n".join(lines) + "\n"
@@ -146,6 +158,7 @@ def to_text(conversation: Conversation) -> str:
     ]
     for message in shown_branch(conversation):
         lines += ["", f"[{message.role}] {_when(message.created_at)}", message.content]
+        lines += [f"[attached: {note}]" for note in attachment_notes(message)]
         if note := stop_note(message):
             lines.append(f"[{note}]")
     return "\n".join(lines) + "\n"

@@ -70,6 +70,32 @@ def attach(message: Message, ids: Sequence[uuid.UUID], resolved: Resolved) -> No
             raise AttachmentsRefused(GONE)
 
 
+def carry_over(source_id: int, message: Message) -> list[Attachment]:
+    """Give `message` (a new version of message `source_id`) the files of its source: rows of
+    their own, over the same stored files (deleted with the conversation, as the source's are).
+    Returns them."""
+    copies = [
+        Attachment(
+            owner_id=attachment.owner_id,
+            conversation_id=attachment.conversation_id,
+            message=message,
+            name=attachment.name,
+            kind=attachment.kind,
+            size=attachment.size,
+            file=attachment.file.name,
+            text=attachment.text,
+            tokens=attachment.tokens,
+            tokens_estimated=attachment.tokens_estimated,
+            counted_for=attachment.counted_for,
+            position=attachment.position,
+        )
+        for attachment in Attachment.objects.filter(
+            message_id=source_id, conversation_id=message.conversation_id
+        )
+    ]
+    return Attachment.objects.bulk_create(copies) if copies else []
+
+
 def _waiting(conversation: Conversation, ids: Sequence[uuid.UUID]) -> AttachmentQuerySet:
     return Attachment.objects.pending().filter(
         owner_id=conversation.owner_id, conversation_id=conversation.pk, pk__in=list(ids)

@@ -128,6 +128,9 @@ def _write(send: Send, chosen: Conversation, where: Place, resolved: Resolved) -
         if send.attachment_ids:
             attached.attach(user_message, send.attachment_ids, resolved)
             branches.with_attachments([user_message])
+        elif turn.kind == "edit" and turn.message_id is not None:
+            # An edited message keeps the files of the version it rewrites.
+            user_message.shown_attachments = attached.carry_over(turn.message_id, user_message)
     # A turn without a user message keeps its key on the reply: a double click on Regenerate
     # starts one reply.
     reply_key = "" if user_message else key

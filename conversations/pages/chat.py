@@ -162,7 +162,12 @@ def _detail_page(
             "streaming": any(m.is_active for m in messages),
             "max_prompt_chars": settings.CHAT_MAX_PROMPT_CHARS,
             "model_choices": choices,
-            "export_formats": [("markdown", "Markdown"), ("json", "JSON"), ("txt", "Text")],
+            "export_formats": [
+                ("markdown", "Markdown"),
+                ("json", "JSON"),
+                ("txt", "Text"),
+                ("zip", "Zip with files"),
+            ],
             "current_model": current,
             # Files put in the composer and not sent yet: a reload keeps them, as it keeps a draft.
             "pending_attachments": Attachment.objects.pending().filter(

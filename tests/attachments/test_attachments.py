@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import json
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -286,6 +288,14 @@ def test_export_carries_the_files_and_delete_takes_them(
         "size": 16,
         "text": "Meeting at noon.",
     }
+    markdown = client.get(f"/api/conversations/{conversation.pk}/export?format=markdown")
+    assert "- Attached: notes.txt (text, 16" in markdown.content.decode()
+    archive = client.get(f"/api/conversations/{conversation.pk}/export?format=zip")
+    assert archive["Content-Type"] == "application/zip"
+    with zipfile.ZipFile(io.BytesIO(b"".join(archive.streaming_content))) as unpacked:
+        assert unpacked.read(f"files/{ids[0]}/notes.txt") == b"Meeting at noon."
+        packed = json.loads(unpacked.read("conversation.json"))
+        assert packed["messages"][0]["attachments"][0]["name"] == "notes.txt"
     assert len(stored_files(media)) == 1
 
     assert client.post(f"/conversations/{conversation.pk}/delete/").status_code in (200, 302)
@@ -341,3 +351,27 @@ def test_a_share_link_names_the_files_and_shows_nothing_of_them(
 
     assert "salaries.txt" in page and "not shared" in page
     assert "Secret figure" not in page and "/attachments/" not in page
+
+
+async def test_an_edited_message_keeps_its_files(
+    connect: Any, alice: Any, conversation: Conversation
+) -> None:
+    client = await database_sync_to_async(signed_in)(alice)
+    ids = attachment_ids(
+        await database_sync_to_async(upload)(client, conversation, "notes.txt", b"Ship on Friday")
+    )
+    socket, _, _ = await connect(alice, conversation.pk)
+    first = await send_with(socket, "When do we ship?", ids)
+    await socket.receive_until(finished)
+
+    original = first["user_message"]["id"]
+    await socket.send(action="edit", message_id=original, content="When exactly do we ship?")
+    events = await socket.receive_until(started)
+    await socket.receive_until(finished)
+
+    edited = events[-1]["user_message"]
+    assert edited["id"] != original
+    assert [a["name"] for a in edited["attachments"]] == ["notes.txt"]
+    asked = (await engine_of("small")).records[events[-1]["message"]["request_id"]].messages[-1]
+    assert asked.content.startswith("When exactly do we ship?\n\nAttached file: notes.txt (text)")
+    assert await Attachment.objects.filter(message_id=original).acount() == 1  # still its own
