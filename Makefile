@@ -12,7 +12,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/chatsite
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
 # The production server: `make serve` (manage.py serve), which refuses an insecure start.
-.PHONY: install install-dev run serve test test-services test-defaults test-vllm lint bench bench-costs bench-search bench-usage image-smoke
+.PHONY: install install-dev run serve test test-services test-defaults test-vllm lint bench bench-costs bench-search bench-usage bench-attachments image-smoke
 
 # `make run` needs the runtime packages only (prebuilt wheels: about a minute on a fresh clone);
 # tests, lint and the bench add the dev extra, which compiles llama-cpp-python (about ten minutes).
@@ -102,6 +102,11 @@ bench-costs: install-dev
 # (BENCH_ARGS="--other-messages 200000": with a second user's history beside it).
 bench-search: install-dev
 	$(PY) -m bench.search $(BENCH_ARGS)
+
+# Reading attached files: each kind's time, the reading child's peak memory, and the event
+# loop's longest gap meanwhile (no database); see `$(PY) -m bench.attachments --help`.
+bench-attachments: install-dev
+	$(PY) -m bench.attachments $(BENCH_ARGS)
 
 # The staff's usage page over 200,000 messages of 50 people over a year, on PostgreSQL (database
 # chatsite_usage_bench, seeded once, a few minutes); see `$(PY) -m bench.usage --help`.
