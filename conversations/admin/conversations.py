@@ -153,6 +153,7 @@ class ConversationAdmin(StaffReadingAdmin):
         messages = branches.place_all(
             list(conversation.messages.order_by("created_at", "id")), conversation.current_leaf_id
         )
+        branches.with_attachments(messages)  # named, as the owner's page names them
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,

@@ -18,6 +18,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import AsyncClient, Client
+from django.urls import reverse
 
 from conversations.engines import get_engine
 from conversations.engines.specs import declared_models
@@ -375,3 +376,19 @@ async def test_an_edited_message_keeps_its_files(
     asked = (await engine_of("small")).records[events[-1]["message"]["request_id"]].messages[-1]
     assert asked.content.startswith("When exactly do we ship?\n\nAttached file: notes.txt (text)")
     assert await Attachment.objects.filter(message_id=original).acount() == 1  # still its own
+
+
+def test_staff_see_the_files_named_in_the_transcript(
+    admin_client: Client, alice: Any, conversation: Conversation
+) -> None:
+    ids = attachment_ids(
+        upload(signed_in(alice), conversation, "budget.csv", b"item,cost\ndesk,3\n")
+    )
+    message = Message.objects.create(conversation=conversation, role="user", content="Check it")
+    Attachment.objects.filter(pk__in=ids).update(message=message)
+
+    url = reverse("admin:conversations_conversation_transcript", args=[conversation.pk])
+    page = admin_client.get(url).content.decode()
+
+    assert "budget.csv (text, 17\xa0bytes)" in page
+    assert f"/attachments/{ids[0]}/" not in page  # the file is its owner's to download
