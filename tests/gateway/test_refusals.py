@@ -84,7 +84,11 @@ BAD_PARAMETERS: list[tuple[dict[str, Any], str]] = [
     ({"messages": [{"role": "assistant", "content": "Hi"}]}, "messages[0].role"),
     (
         {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
-        "messages[0].content[0]",
+        "messages[0].content[0].image_url.url",
+    ),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}]},
+        "messages[0].content[0].type",
     ),
     ({"stream_options": {"include_usage": True}}, "stream_options"),
 ]

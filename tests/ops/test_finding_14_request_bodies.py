@@ -50,6 +50,7 @@ class Body:
 def application(db: Any, settings: Any) -> Any:
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = SMALL_LIMIT
     settings.CHAT_IMPORT_MAX_BYTES = IMPORT_LIMIT
+    settings.CHAT_GATEWAY_MAX_BODY_BYTES = SMALL_LIMIT
     return importlib.import_module("chatsite.asgi").application  # settles dead replies: sync
 
 
@@ -198,3 +199,16 @@ def test_finding_14_the_servers_refuse_before_reading_and_leave_forms_to_the_app
         assert status == 400
         assert headers["content-type"] == "application/json"
         assert json.loads(body) == {"code": "no_file", "detail": "file: No file was submitted."}
+
+
+async def test_the_gateway_may_take_its_own_limit_for_files(
+    application: Any, settings: Any
+) -> None:
+    settings.CHAT_GATEWAY_MAX_BODY_BYTES = 4 * SMALL_LIMIT  # room for base64 files
+    allowed = Body(2 * SMALL_LIMIT)  # over Django's limit elsewhere, within the gateway's
+    answered = await post(application, "/v1/chat/completions", allowed, declared=True)
+    assert answered.status_code == 401, "read and answered by the gateway: no API token"
+    assert allowed.taken == allowed.size
+
+    elsewhere = await post(application, "/api/conversations/", Body(2 * SMALL_LIMIT), declared=True)
+    assert elsewhere.status_code == 413
