@@ -392,3 +392,13 @@ def test_staff_see_the_files_named_in_the_transcript(
 
     assert "budget.csv (text, 17\xa0bytes)" in page
     assert f"/attachments/{ids[0]}/" not in page  # the file is its owner's to download
+
+
+def test_deleting_an_account_deletes_its_files(
+    alice: Any, conversation: Conversation, media: Path
+) -> None:
+    upload(signed_in(alice), conversation, "mine.txt", b"only mine")
+    assert len(stored_files(media)) == 1
+    alice.delete()
+    assert not Attachment.objects.exists()
+    assert stored_files(media) == []
