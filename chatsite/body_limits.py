@@ -34,7 +34,7 @@ from django.urls import Resolver404, resolve
 
 from conversations.gateway.errors import GatewayError
 from conversations.imports.importer import MULTIPART_ALLOWANCE, upload_limit
-from conversations.imports.limits import size_in_words
+from conversations.services.text import size_in_words
 
 logger = logging.getLogger(__name__)
 

@@ -146,8 +146,8 @@ CHAT_SHARES_REQUIRE_LOGIN = env_bool("CHAT_SHARES_REQUIRE_LOGIN", default=False)
 # Live (not revoked) share links one user may have; each holds a snapshot of a conversation.
 CHAT_SHARES_PER_USER = env_int("CHAT_SHARES_PER_USER", 100, minimum=1)
 # Attachments (docs/configuration.md#attachments): the largest file taken, what one message's
-# files may add up to, and how many one message may carry. A file's text is read in a child
-# process of its own, for at most CHAT_ATTACHMENT_EXTRACT_SECONDS of CPU and
+# files may add up to, and how many one message (or one gateway call) may carry. A file's text
+# is read in a child process of its own, for at most CHAT_ATTACHMENT_EXTRACT_SECONDS of CPU and
 # CHAT_ATTACHMENT_EXTRACT_MEMORY_MB of memory.
 CHAT_ATTACHMENT_MAX_BYTES = env_int("CHAT_ATTACHMENT_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
 CHAT_ATTACHMENT_MAX_MESSAGE_BYTES = env_int(
@@ -156,6 +156,8 @@ CHAT_ATTACHMENT_MAX_MESSAGE_BYTES = env_int(
 CHAT_ATTACHMENTS_PER_MESSAGE = env_int("CHAT_ATTACHMENTS_PER_MESSAGE", 10, minimum=1)
 CHAT_ATTACHMENT_EXTRACT_SECONDS = env_int("CHAT_ATTACHMENT_EXTRACT_SECONDS", 15, minimum=1)
 CHAT_ATTACHMENT_EXTRACT_MEMORY_MB = env_int("CHAT_ATTACHMENT_EXTRACT_MEMORY_MB", 512, minimum=64)
+# Readers one process runs at once (each may take the memory above); more files wait their turn.
+CHAT_ATTACHMENT_READERS = env_int("CHAT_ATTACHMENT_READERS", 2, minimum=1)
 # Imports (the settings page, /api/imports/, manage.py import_history): the largest file taken,
 # also what a zip's conversations file may inflate to; the JSON of one conversation (read into
 # memory one at a time); conversations in one import; messages in one conversation; characters

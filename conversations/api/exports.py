@@ -27,15 +27,17 @@ from django.db.models import (
 from django.db.models.expressions import Expression
 from django.db.models.functions import Coalesce
 from django.db.models.sql.compiler import SQLCompiler
-from django.http import FileResponse, HttpResponse
+from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
 from rest_framework.utils.encoders import JSONEncoder
 
 from conversations.api.serializers import ConversationDetailSerializer
-from conversations.imports.limits import size_in_words
-from conversations.models import Conversation, Message
+from conversations.attachments.downloads import file_download
+from conversations.models import Attachment, Conversation, Message
 from conversations.services import branches
+from conversations.services.text import size_in_words
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ JSONL_CHUNK_SIZE = 20
 # keep a conversation that fits off its page.
 MESSAGE_JSON_BYTES = 600
 CONVERSATION_JSON_BYTES = 300
+ATTACHMENT_JSON_BYTES = 150  # an attachment's id, name, kind and size
 
 
 Conversations = TypeVar("Conversations", bound=QuerySet[Conversation])
@@ -186,22 +189,21 @@ def to_zip(conversation: Conversation) -> IO[bytes]:
         archive.writestr("conversation.json", render([conversation], "json", many=False))
         for message in conversation.messages.all():
             for attachment in message.attachments.all():
-                with (
-                    attachment.file.open("rb") as stored,
-                    archive.open(
-                        f"files/{attachment.pk}/{attachment.name}", "w", force_zip64=True
-                    ) as packed,
-                ):
+                where = f"files/{attachment.pk}/{attachment.name}"
+                try:
+                    stored = attachment.file.open("rb")
+                except OSError:  # gone from storage: said so, in the file's place
+                    archive.writestr(f"{where}.missing", "This file is missing from storage.\n")
+                    continue
+                with stored, archive.open(where, "w", force_zip64=True) as packed:
                     shutil.copyfileobj(stored, packed)
     archive_file.seek(0)
     return archive_file
 
 
-def download_zip(archive: IO[bytes], *, stem: str) -> FileResponse:
+def download_zip(archive: IO[bytes], *, stem: str) -> HttpResponseBase:
     filename = f"{slugify(stem) or 'conversation'}.zip"
-    return FileResponse(
-        archive, as_attachment=True, filename=filename, content_type="application/zip"
-    )
+    return file_download(archive, filename=filename, content_type="application/zip")
 
 
 def download(body: str, fmt: str, *, stem: str) -> HttpResponse:
@@ -248,7 +250,19 @@ def estimated_bytes() -> Expression:
         .annotate(total=Sum(texts + Value(MESSAGE_JSON_BYTES)))
         .values("total")
     )
-    return Coalesce(Subquery(sizes), 0) + Value(CONVERSATION_JSON_BYTES)
+    # The text read from its messages' files is in the line too.
+    attached = (
+        Attachment.objects.filter(conversation=OuterRef("pk"), message__isnull=False)
+        .order_by()
+        .values("conversation")
+        .annotate(total=Sum(OctetLength("text") + Value(ATTACHMENT_JSON_BYTES)))
+        .values("total")
+    )
+    return (
+        Coalesce(Subquery(sizes), 0)
+        + Coalesce(Subquery(attached), 0)
+        + Value(CONVERSATION_JSON_BYTES)
+    )
 
 
 @dataclass

@@ -13,6 +13,7 @@ import json
 import signal
 import subprocess
 import sys
+import weakref
 
 from django.conf import settings
 
@@ -26,22 +27,39 @@ class Unreadable(Exception):
 
 
 async def extracted_text(data: bytes, kind: Kind) -> str:
+    """The file's text; decoding and parsing the reader's answer (megabytes, maybe) happen on a
+    thread, and at most CHAT_ATTACHMENT_READERS readers run at once in this process (each may
+    take its memory limit): more wait their turn."""
     if kind not in WORKER_KINDS:
-        return _decoded(data, kind)
-    child = await asyncio.create_subprocess_exec(
-        *_command(kind),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        out, _ = await asyncio.wait_for(child.communicate(data), _seconds())
-    except TimeoutError:
-        child.kill()
-        await child.wait()
-        raise Unreadable(_too_slow()) from None
-    return _answer(kind, child.returncode, out)
+        return await asyncio.to_thread(_decoded, data, kind)
+    async with _readers():
+        child = await asyncio.create_subprocess_exec(
+            *_command(kind),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            out, _ = await asyncio.wait_for(child.communicate(data), _seconds())
+        except TimeoutError:
+            child.kill()
+            await child.wait()
+            raise Unreadable(_too_slow()) from None
+    return await asyncio.to_thread(_answer, kind, child.returncode, out)
+
+
+_semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _readers() -> asyncio.Semaphore:
+    """This event loop's semaphore of readers (a semaphore belongs to the loop it first ran on)."""
+    loop = asyncio.get_running_loop()
+    if loop not in _semaphores:
+        _semaphores[loop] = asyncio.Semaphore(settings.CHAT_ATTACHMENT_READERS)
+    return _semaphores[loop]
 
 
 def extracted_text_sync(data: bytes, kind: Kind) -> str:

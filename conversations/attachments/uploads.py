@@ -9,6 +9,7 @@ reply and the system prompt have their room. The refusal says why, with the numb
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,6 @@ from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import UploadedFile
 from django.db import models, transaction
 from django.db.models import Sum
-from django.template.defaultfilters import filesizeformat
 
 from conversations.attachments.extraction import Unreadable, extracted_text
 from conversations.attachments.kinds import Kind, kind_of
@@ -28,11 +28,10 @@ from conversations.engines.base import Engine, counts_exactly
 from conversations.engines.specs import ModelSpec, ReplySettings
 from conversations.models import Attachment, Conversation, Message
 from conversations.services import prompt
+from conversations.services.text import size_in_words
 from conversations.types import User
 
-# What an image costs a vision model, about (OpenAI's count for a detailed 512-pixel tile and
-# its base): no engine here can say before the send.
-IMAGE_TOKENS = 765
+IMAGE_TOKENS = prompt.IMAGE_TOKENS
 READ_KINDS = "PDF, DOCX, text (Markdown, CSV, JSON, code) and, for a model that reads them, images"
 
 
@@ -88,7 +87,7 @@ async def read(name: str, data: bytes, model: ModelSpec) -> tuple[Kind, str]:
     the reader's limits; or AttachmentRefused: too large, a kind chatsite does not read, an image
     for a model that reads none, unreadable, or without text."""
     _check_size(name, len(data))
-    kind = kind_of(data)
+    kind = await asyncio.to_thread(kind_of, data)  # a zip's directory, a text's decoding
     if kind is None:
         raise AttachmentRefused(
             "unsupported", f"{name} is not a file chatsite reads ({READ_KINDS})."
@@ -167,15 +166,17 @@ def too_long(name: str, tokens: int, room: int, reader: Reader, estimated: bool)
     )
 
 
-def size_in_words(size: int) -> str:
-    """10.0 MB: Django's words, with a plain space (its own is non-breaking, for pages)."""
-    return str(filesizeformat(size)).replace("\xa0", " ")
-
-
 async def _check_room_in_composer(owner: User, conversation: Conversation, size: int) -> None:
-    """One message's limits: how many files, and their bytes together."""
-    waiting = Attachment.objects.pending().filter(owner=owner, conversation=conversation)
-    held = await waiting.aaggregate(count=models.Count("pk"), size=Sum("size"))
+    """One message's limits, checked before the file is read (and again as it is stored)."""
+    await sync_to_async(_check_room)(owner.pk, conversation.pk, size)
+
+
+def _check_room(owner_id: int, conversation_id: uuid.UUID, size: int) -> None:
+    """One message's limits: how many files wait in the composer, and their bytes together."""
+    waiting = Attachment.objects.pending().filter(
+        owner_id=owner_id, conversation_id=conversation_id
+    )
+    held = waiting.aggregate(count=models.Count("pk"), size=Sum("size"))
     most = settings.CHAT_ATTACHMENTS_PER_MESSAGE
     if held["count"] >= most:
         raise AttachmentRefused("too_many", f"A message may carry {most} attachments at most.")
@@ -188,11 +189,18 @@ async def _check_room_in_composer(owner: User, conversation: Conversation, size:
 
 
 def _store(attachment: Attachment, data: bytes) -> None:
-    """The file under its generated key, then its row; a row that cannot be written leaves
-    no file behind."""
+    """The file under its generated key, then its row; a row that cannot be written (or a
+    composer found full by then) leaves no file behind. A composer's file is counted again
+    with its conversation's row locked: files dropped at once, each checked before its reading,
+    could together pass the limits."""
     attachment.file.save(attachment.pk.hex, ContentFile(data), save=False)
     try:
         with transaction.atomic():
+            if attachment.message_id is None:
+                Conversation.objects.select_for_update().filter(
+                    pk=attachment.conversation_id
+                ).first()
+                _check_room(attachment.owner_id, attachment.conversation_id, attachment.size)
             attachment.save()
     except BaseException:
         attachment.file.delete(save=False)
@@ -202,15 +210,18 @@ def _store(attachment: Attachment, data: bytes) -> None:
 async def detach(*, owner: User, attachment_id: str) -> bool:
     """Take a file out of its composer before it is sent (the owner's only); False if there
     was none such."""
-    rows = Attachment.objects.pending().filter(owner=owner, pk=attachment_id)
-    attachment = await rows.afirst()
-    if attachment is None:
-        return False
-    await sync_to_async(_delete)(attachment)
-    return True
+    return await sync_to_async(_delete_pending)(owner, attachment_id)
 
 
-def _delete(attachment: Attachment) -> None:
+def _delete_pending(owner: User, attachment_id: str) -> bool:
+    """The row locked while it is still pending, then deleted: a send in another tab either took
+    it first (nothing is deleted: it is that message's now) or finds it gone."""
     with transaction.atomic():
-        attachment.delete()
-        delete_files_after_commit([attachment.file.name or ""])
+        rows = Attachment.objects.pending().filter(owner=owner, pk=attachment_id)
+        name = rows.select_for_update().values_list("file", flat=True).first()
+        if name is None:
+            return False
+        deleted, _ = rows.delete()
+        if deleted:
+            delete_files_after_commit([name or ""])
+    return bool(deleted)

@@ -24,6 +24,9 @@ DOCX_MAX_UNPACKED_BYTES = 64 << 20
 DOCX_MAX_MEMBERS = 2_000
 PDF_MAX_PAGES = 5_000
 PDF_MAX_STREAM_BYTES = 20_000_000  # one decompressed stream (a page's content, an image)
+# More text than any model's context holds (about a million tokens): refused, never cut. It
+# also bounds the answer the server parses.
+MAX_TEXT_CHARS = 4_000_000
 
 
 class TooLarge(Exception):
@@ -94,7 +97,10 @@ def main() -> None:
     limit(memory_mb, cpu_seconds)
     data = sys.stdin.buffer.read()
     try:
-        result = {"text": READERS[kind](data)}
+        text = READERS[kind](data)
+        if len(text) > MAX_TEXT_CHARS:
+            raise TooLarge(f"it holds more than {MAX_TEXT_CHARS:,} characters of text")
+        result = {"text": text}
     except MemoryError:
         data = b""
         result = {"error": "memory", "detail": ""}

@@ -39,10 +39,14 @@ class ReadFiles:
 async def read_call_files(call: ChatCall, model: ModelSpec) -> ReadFiles:
     if not call.files and not any(call.history_files):
         return ReadFiles(history=tuple(() for _ in call.history))
+    # Every file is a child process's reading: a call's files, in all its messages together,
+    # are one message's worth.
     most = settings.CHAT_ATTACHMENTS_PER_MESSAGE
-    for files in (call.files, *call.history_files):
-        if len(files) > most:
-            raise bad_request(f"A message may carry {most} files at most.", files[most].where)
+    every = [file for files in (*call.history_files, call.files) for file in files]
+    if len(every) > most:
+        raise bad_request(
+            f"A call may carry {most} files at most, in all its messages.", every[most].where
+        )
     return ReadFiles(
         turn=await _read_all(call.files, model),
         history=tuple([await _read_all(files, model) for files in call.history_files]),

@@ -12,6 +12,7 @@ cancels the response when the client disconnects; CallReply.release then stops t
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -39,6 +40,7 @@ from conversations.types import User
 CONVERSATION_HEADER = "X-Chatsite-Conversation"
 # Proxies must pass each event on as it comes (nginx buffers unless told not to).
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+LARGE_BODY = 1 << 20  # bytes of body parsed on a thread rather than on the event loop
 
 View = Callable[..., Coroutine[Any, Any, HttpResponseBase]]
 
@@ -75,7 +77,12 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
     body = request.read()
     if len(body) > settings.CHAT_GATEWAY_MAX_BODY_BYTES:  # a server in front of no limit
         raise GatewayError(413, "The request body is too large.", code="too_large")
-    call = parse_chat_call(body)
+    # A body with files is megabytes of JSON and base64: parsed on a thread, off the loop.
+    call = (
+        await asyncio.to_thread(parse_chat_call, body)
+        if len(body) > LARGE_BODY
+        else parse_chat_call(body)
+    )
     conversation_id = parse_conversation_header(request.headers.get(CONVERSATION_HEADER))
     if conversation_id is not None and not settings.CHAT_GATEWAY_RECORD:
         raise bad_request(

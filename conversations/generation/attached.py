@@ -13,13 +13,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db.models import Sum
 
 from conversations.engines.base import counts_exactly
 from conversations.generation.resolve import CallSettings, Resolved, resolve
 from conversations.models import Attachment, AttachmentQuerySet, Conversation, Message
 from conversations.services import prompt
 from conversations.services.errors import SendRefused
+from conversations.services.text import size_in_words
 
 
 class AttachmentsRefused(SendRefused):
@@ -30,14 +33,19 @@ GONE = "An attachment of this message is no longer in the composer: attach it ag
 
 
 def check_fit(
-    conversation: Conversation, ids: Sequence[uuid.UUID], *, content: str, model_slug: str
+    conversation: Conversation,
+    ids: Sequence[uuid.UUID],
+    *,
+    content: str,
+    model_slug: str,
+    call: CallSettings,
 ) -> None:
     """Refuse, with the numbers, a message whose text and attachments would not fit the context
     of the model that will answer it once its reply and the system prompt have their room:
     nothing is ever cut to make it fit."""
     owner = get_user_model().objects.get(pk=conversation.owner_id)
     chosen = Conversation.objects.get(pk=conversation.pk)
-    resolved = resolve(owner=owner, chosen=chosen, model_slug=model_slug, call=CallSettings())
+    resolved = resolve(owner=owner, chosen=chosen, model_slug=model_slug, call=call)
     attachments = list(_waiting(conversation, ids))
     if len(attachments) != len(ids):
         raise AttachmentsRefused(GONE)
@@ -63,6 +71,12 @@ def attach(message: Message, ids: Sequence[uuid.UUID], resolved: Resolved) -> No
     if not resolved.model.vision and waiting.filter(kind__startswith="image/").exists():
         raise AttachmentsRefused(
             f"{resolved.model.name} does not read images: take them out, or pick a model that does."
+        )
+    size = waiting.aggregate(size=Sum("size"))["size"] or 0
+    if size > settings.CHAT_ATTACHMENT_MAX_MESSAGE_BYTES:
+        raise AttachmentsRefused(
+            f"This message's files are {size_in_words(size)} together; a message may carry "
+            f"{size_in_words(settings.CHAT_ATTACHMENT_MAX_MESSAGE_BYTES)}."
         )
     for position, attachment_id in enumerate(ids):
         moved = waiting.filter(pk=attachment_id).update(message=message, position=position)

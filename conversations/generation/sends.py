@@ -91,9 +91,15 @@ def save(send: Send) -> Saved:
     from the message edited or the reply regenerated; the branch they make is the one shown
     after, and the model they use is the conversation's from now on."""
     conversation = send.conversation
-    if send.attachment_ids:  # counted before the locks: a tokenizer may have to load
+    if send.attachment_ids and not _sent_before(conversation, send.idempotency_key):
+        # Counted before the locks: a tokenizer may have to load. (A send made before, whose
+        # files its message holds now, is refused as the repeat it is, below.)
         attached.check_fit(
-            conversation, send.attachment_ids, content=send.turn.content, model_slug=send.model_slug
+            conversation,
+            send.attachment_ids,
+            content=send.turn.content,
+            model_slug=send.model_slug,
+            call=send.call,
         )
     try:
         with transaction.atomic():
@@ -145,6 +151,13 @@ def _write(send: Send, chosen: Conversation, where: Place, resolved: Resolved) -
         updated_at=timezone.now(), model_slug=resolved.model.slug, current_leaf=reply, title=title
     )
     return Saved(user_message, reply, place=where, title=title, resolved=resolved)
+
+
+def _sent_before(conversation: Conversation, key: str) -> bool:
+    return (
+        bool(key)
+        and Message.objects.filter(conversation=conversation, idempotency_key=key).exists()
+    )
 
 
 def _first_attachment_name(message: Message) -> str:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import IO
 
 from django.conf import settings
-from django.template.defaultfilters import filesizeformat
 
 from conversations.imports.source import ImportRefused
+from conversations.services.text import size_in_words
 
 
 @dataclass(frozen=True)
@@ -39,11 +39,6 @@ def size_of(file: IO[bytes]) -> int:
     size = file.tell()
     file.seek(0)
     return size
-
-
-def size_in_words(size: int) -> str:
-    """1.0 GB, 512.0 MB: Django's words, with a plain space (its own is non-breaking, for pages)."""
-    return str(filesizeformat(size)).replace("\xa0", " ")
 
 
 def too_large(size: int, limit: int, what: str = "The file") -> ImportRefused:

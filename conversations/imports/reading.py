@@ -26,9 +26,10 @@ from typing import IO, Any
 import ijson
 from ijson.common import ObjectBuilder
 
-from conversations.imports.limits import Limits, described, size_in_words, size_of, too_large
+from conversations.imports.limits import Limits, described, size_of, too_large
 from conversations.imports.source import ImportRefused
 from conversations.imports.zips import ZIP_MAGIC, open_conversations_file
+from conversations.services.text import size_in_words
 
 BOM = b"\xef\xbb\xbf"
 # JSON nests about ten deep in exports; far deeper is a file made to exhaust the parser.

@@ -13,18 +13,19 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser
 from django.core.files.uploadedfile import UploadedFile
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404
+from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
 from conversations.attachments import uploads
+from conversations.attachments.downloads import file_download
 from conversations.attachments.uploads import AttachmentRefused, Reader
 from conversations.generation.resolve import CallSettings, resolve
 from conversations.models import Attachment, Conversation
 from conversations.services.conversations import conversation_or_404
 from conversations.services.errors import SendRefused
-from conversations.types import AuthenticatedHttpRequest, ConversationId, User
+from conversations.types import ConversationId, User
 
 REFUSED = 422  # the request was understood; the file is not one chatsite keeps
 
@@ -62,19 +63,20 @@ async def attachment_remove(request: HttpRequest, attachment_id: str) -> HttpRes
 
 @login_required
 @require_GET
-def attachment_download(request: AuthenticatedHttpRequest, attachment_id: str) -> FileResponse:
-    """The file as it was sent, to its owner only: a stranger's id reads as a missing one."""
-    attachment = get_object_or_404(Attachment, pk=attachment_id, owner=request.user)
-    response = FileResponse(
-        attachment.file.open("rb"),
-        as_attachment=True,
-        filename=attachment.name,
-        content_type=attachment.kind,
+async def attachment_download(request: HttpRequest, attachment_id: str) -> HttpResponseBase:
+    """The file as it was sent, to its owner only: a stranger's id reads as a missing one, and
+    so does a file gone from storage."""
+    user = await _signed_in(request)
+    attachment = await Attachment.objects.filter(pk=attachment_id, owner=user).afirst()
+    if attachment is None:
+        raise Http404("No such attachment.")
+    try:
+        stored = await sync_to_async(attachment.file.open, thread_sensitive=False)("rb")
+    except OSError:
+        raise Http404("This file is missing from storage.") from None
+    return file_download(
+        stored, filename=attachment.name, content_type=attachment.kind, size=attachment.size
     )
-    # What a browser opens from here runs nothing: a file is data, never a page of this site.
-    response["Content-Security-Policy"] = "sandbox; default-src 'none'"
-    response["Cache-Control"] = "private, no-store"
-    return response
 
 
 async def _signed_in(request: HttpRequest) -> User:

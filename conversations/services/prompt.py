@@ -4,12 +4,14 @@ user message with the files attached to it."""
 from __future__ import annotations
 
 import base64
+import logging
 import re
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db.models import Exists, OuterRef
 
 from conversations.engines.base import ChatMessage, Engine
@@ -25,6 +27,10 @@ _HISTORY_STATUSES = (
     Message.Status.ERROR,
 )
 _FRAMING_TOKENS = 4  # what the chat template adds around each message, about
+# What an image costs a vision model, about (OpenAI's count for a detailed 512-pixel tile and its
+# base): no engine here can say before the send.
+IMAGE_TOKENS = 765
+logger = logging.getLogger("chatsite.prompt")
 
 # A message and what its text costs in the engine's context (engine.count_tokens).
 _Counted = tuple[ChatMessage, int]
@@ -62,7 +68,18 @@ def load_history(
     ]
     with_files = [message.pk for message in kept if message.has_files]  # type: ignore[attr-defined]
     attached = _attachments_of(with_files)
-    return [_chat_message(message, attached.get(message.pk, []), images) for message in kept]
+    sent = _newest_images(kept, attached) if images else None
+    return [_chat_message(message, attached.get(message.pk, []), sent) for message in kept]
+
+
+def _newest_images(kept: list[Message], attached: dict[int, list[Attachment]]) -> set[object]:
+    """The images the prompt carries: the newest CHAT_ATTACHMENTS_PER_MESSAGE of the branch (a
+    message's worth). Each is megabytes in the request and hundreds of tokens; older ones are
+    named only."""
+    newest: list[object] = []
+    for message in reversed(kept):
+        newest += [a.pk for a in reversed(attached.get(message.pk, [])) if a.is_image]
+    return set(newest[: settings.CHAT_ATTACHMENTS_PER_MESSAGE])
 
 
 def prompt_room(engine: Engine, reply: ReplySettings) -> int:
@@ -83,9 +100,9 @@ def attachment_part(name: str, kind_label: str, text: str) -> str:
     return f"Attached file: {name} ({kind_label})\n{fence}\n{text}\n{fence}"
 
 
-def image_note(name: str) -> str:
-    """What a model that does not read images is told of one."""
-    return f"Attached image: {name} (not shown to this model)"
+def image_note(name: str, why: str = "not shown to this model") -> str:
+    """What a model is told of an image it is not sent."""
+    return f"Attached image: {name} ({why})"
 
 
 def with_attachments(content: str, parts: Iterable[str]) -> str:
@@ -105,7 +122,10 @@ def _attachments_of(message_ids: Iterable[int]) -> dict[int, list[Attachment]]:
     return attached
 
 
-def _chat_message(message: Message, attachments: list[Attachment], images: bool) -> ChatMessage:
+def _chat_message(
+    message: Message, attachments: list[Attachment], sent_images: set[object] | None
+) -> ChatMessage:
+    """`sent_images`: the images the prompt carries; None: the model reads none."""
     if not attachments:
         return ChatMessage(role=message.role, content=message.content)
     parts, urls = [], []
@@ -114,18 +134,27 @@ def _chat_message(message: Message, attachments: list[Attachment], images: bool)
             parts.append(
                 attachment_part(attachment.name, attachment.get_kind_display(), attachment.text)
             )
-        elif images:
-            urls.append(_data_url(attachment))
-        else:
+        elif sent_images is None:
             parts.append(image_note(attachment.name))
+        elif attachment.pk not in sent_images:
+            parts.append(image_note(attachment.name, "an earlier image, not sent again"))
+        elif (url := _data_url(attachment)) is None:
+            parts.append(image_note(attachment.name, "its file is missing"))
+        else:
+            urls.append(url)
     return ChatMessage(
         role=message.role, content=with_attachments(message.content, parts), images=tuple(urls)
     )
 
 
-def _data_url(attachment: Attachment) -> str:
-    with attachment.file.open("rb") as stored:
-        encoded = base64.b64encode(stored.read()).decode("ascii")
+def _data_url(attachment: Attachment) -> str | None:
+    """The image as a data: URL; None if its stored file is gone (the reply goes on without)."""
+    try:
+        with attachment.file.open("rb") as stored:
+            encoded = base64.b64encode(stored.read()).decode("ascii")
+    except OSError:
+        logger.warning("the file of attachment %s is missing from storage", attachment.pk)
+        return None
     return f"data:{attachment.kind};base64,{encoded}"
 
 
@@ -156,7 +185,7 @@ def _fitted(history: list[ChatMessage], engine: Engine, reply: ReplySettings) ->
     budget -= sum(tokens + _FRAMING_TOKENS for _, tokens in counted)
     kept: list[_Counted] = []
     for message in reversed(history):
-        tokens = engine.count_tokens(message.content)
+        tokens = engine.count_tokens(message.content) + IMAGE_TOKENS * len(message.images)
         cost = tokens + _FRAMING_TOKENS
         if kept and cost > budget:
             break

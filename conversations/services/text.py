@@ -1,5 +1,12 @@
 """Text that a database can store: the check for what users and clients send, and the repair
-for what a model or an imported file writes."""
+for what a model or an imported file writes; and a size in words, for refusals."""
+
+from django.template.defaultfilters import filesizeformat
+
+
+def size_in_words(size: int) -> str:
+    """1.0 GB, 512.0 MB: Django's words, with a plain space (its own is non-breaking, for pages)."""
+    return str(filesizeformat(size)).replace("\xa0", " ")
 
 
 def storable(text: str) -> bool:

@@ -47,7 +47,9 @@
         credentials: "same-origin",
       }).then(function (response) {
         return response.text().then(function (text) {
-          if (!response.ok) throw new Error(text || "The file could not be attached.");
+          // 201 is a chip; a redirect is the login page (the session ended): not a chip.
+          if (response.redirected) throw new Error("You were signed out. Sign in again to attach files.");
+          if (response.status !== 201) throw new Error(text || "The file could not be attached.");
           chip.outerHTML = text;
           say("");
         });
@@ -96,7 +98,8 @@
         credentials: "same-origin",
       }).then(function (response) {
         // 404: already sent or taken out elsewhere; either way it is not in this composer.
-        if (response.ok || response.status === 404) chip.remove();
+        if (!response.redirected && (response.status === 204 || response.status === 404)) chip.remove();
+        else say("The file could not be taken out. Reload the page and try again.");
         update();
         textarea.focus();
       });

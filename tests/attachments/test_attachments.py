@@ -20,6 +20,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import AsyncClient, Client
 from django.urls import reverse
 
+from conversations.attachments.kinds import Kind
+from conversations.attachments.uploads import AttachmentRefused, keep
 from conversations.engines import get_engine
 from conversations.engines.specs import declared_models
 from conversations.models import Attachment, Conversation, Message
@@ -173,7 +175,7 @@ def test_only_the_owner_uploads_downloads_or_removes(
 
     download = owner.get(f"/attachments/{attachment_id}/")
     assert download.status_code == 200
-    assert b"".join(download.streaming_content) == b"hello there"
+    assert b"".join(download) == b"hello there"
     assert download["Content-Disposition"] == 'attachment; filename="a.txt"'
     assert download["Content-Security-Policy"].startswith("sandbox")
 
@@ -293,7 +295,7 @@ def test_export_carries_the_files_and_delete_takes_them(
     assert "- Attached: notes.txt (text, 16" in markdown.content.decode()
     archive = client.get(f"/api/conversations/{conversation.pk}/export?format=zip")
     assert archive["Content-Type"] == "application/zip"
-    with zipfile.ZipFile(io.BytesIO(b"".join(archive.streaming_content))) as unpacked:
+    with zipfile.ZipFile(io.BytesIO(b"".join(archive))) as unpacked:
         assert unpacked.read(f"files/{ids[0]}/notes.txt") == b"Meeting at noon."
         packed = json.loads(unpacked.read("conversation.json"))
         assert packed["messages"][0]["attachments"][0]["name"] == "notes.txt"
@@ -402,3 +404,93 @@ def test_deleting_an_account_deletes_its_files(
     alice.delete()
     assert not Attachment.objects.exists()
     assert stored_files(media) == []
+
+
+def test_a_sent_file_stays_with_its_message_and_a_missing_one_reads_as_gone(
+    alice: Any, conversation: Conversation, media: Path
+) -> None:
+    client = signed_in(alice)
+    [attachment_id] = attachment_ids(upload(client, conversation, "kept.txt", b"kept text"))
+    message = Message.objects.create(conversation=conversation, role="user", content="Sent")
+    Attachment.objects.filter(pk=attachment_id).update(message=message)
+
+    assert client.post(f"/attachments/{attachment_id}/remove/").status_code == 404
+    assert Attachment.objects.filter(pk=attachment_id, message=message).exists()
+    [stored] = stored_files(media)
+
+    stored.unlink()  # gone from storage behind chatsite's back
+    assert client.get(f"/attachments/{attachment_id}/").status_code == 404
+    archive = client.get(f"/api/conversations/{conversation.pk}/export?format=zip")
+    with zipfile.ZipFile(io.BytesIO(b"".join(archive))) as unpacked:
+        assert f"files/{attachment_id}/kept.txt.missing" in unpacked.namelist()
+
+
+def test_the_composer_s_limits_hold_for_files_checked_at_the_same_moment(
+    alice: Any, conversation: Conversation, media: Path, settings: Any
+) -> None:
+    settings.CHAT_ATTACHMENTS_PER_MESSAGE = 2
+    client = signed_in(alice)
+    for name in ("a.txt", "b.txt"):
+        assert upload(client, conversation, name, b"some text").status_code == 201
+    assert upload(client, conversation, "c.txt", b"some text").status_code == 422
+
+    # A third that passed its first check while the others were being read is counted again
+    # as it is stored, and leaves nothing behind.
+    with pytest.raises(AttachmentRefused, match="2 attachments at most"):
+        keep(
+            owner=alice,
+            conversation=conversation,
+            name="d.txt",
+            kind=Kind.TEXT,
+            data=b"some text",
+            text="some text",
+        )
+    assert Attachment.objects.count() == 2 and len(stored_files(media)) == 2
+
+
+async def test_a_repeated_send_with_files_is_refused_as_a_repeat(
+    connect: Any, alice: Any, conversation: Conversation
+) -> None:
+    client = await database_sync_to_async(signed_in)(alice)
+    ids = attachment_ids(
+        await database_sync_to_async(upload)(client, conversation, "a.txt", b"text")
+    )
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="Once", attachments=ids, idempotency_key="k1")
+    await socket.receive_until(finished)
+
+    await socket.send(action="send", content="Once", attachments=ids, idempotency_key="k1")
+    events = await socket.receive_until(lambda e: e["type"] == "error")
+    assert events[-1]["code"] == "duplicate"
+
+
+def test_a_prompt_carries_the_newest_images_only(
+    alice: Any, conversation: Conversation, settings: Any
+) -> None:
+    from conversations.services.prompt import load_history
+
+    settings.CHAT_ATTACHMENTS_PER_MESSAGE = 2
+    parent = None
+    for turn in range(3):
+        asked = Message.objects.create(
+            conversation=conversation, role="user", content=f"look {turn}", parent=parent
+        )
+        keep(
+            owner=alice,
+            conversation=conversation,
+            name=f"p{turn}.png",
+            kind=Kind.PNG,
+            data=PNG,
+            text="",
+            message=asked,
+        )
+        parent = Message.objects.create(
+            conversation=conversation, role="assistant", content="seen", parent=asked
+        )
+
+    history = load_history(conversation.pk, leaf=parent.pk, images=True)
+
+    asked = [m for m in history if m.role == "user"]
+    assert [len(m.images) for m in asked] == [0, 1, 1]
+    assert asked[0].content == "look 0\n\nAttached image: p0.png (an earlier image, not sent again)"
+    assert not any(m.images for m in load_history(conversation.pk, leaf=parent.pk))

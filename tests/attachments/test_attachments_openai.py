@@ -184,3 +184,27 @@ def _file(name: str, data: bytes) -> Any:
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     return SimpleUploadedFile(name, data)
+
+
+async def test_a_gateway_call_carries_one_message_s_worth_of_files(
+    stand_in: MisbehavingServer, alice: Any, alice_key: str, settings: Any
+) -> None:
+    settings.CHAT_ATTACHMENTS_PER_MESSAGE = 2
+    text = {
+        "type": "file",
+        "file": {"filename": "a.txt", "file_data": base64.b64encode(b"hello").decode()},
+    }
+    body = {
+        "model": "blind",
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "first"}, text, text]},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": [{"type": "text", "text": "second"}, text]},
+        ],
+    }
+    refused = await call(alice_key, body)
+    assert refused.status == 400
+    error = json.loads(b"".join(refused.parts))["error"]
+    assert "A call may carry 2 files at most" in error["message"]
+    assert error["param"] == "messages[2].content[1]"
+    assert chat_bodies(stand_in) == []
