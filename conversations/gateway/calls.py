@@ -23,13 +23,14 @@ mid-call leaves that conversation behind, marked interrupted like any other repl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import itertools
 import logging
 import time
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -96,46 +97,42 @@ def call_save(
 ) -> ReplyPlan:
     """The call's conversation (new, or the caller's own), history, files and send, all or
     nothing: the files stored for a call that is then refused are deleted again."""
+    with _deleted_on_failure() as stored:
+        if conversation_id is not None:
+            with transaction.atomic():
+                found = conversation_visible(user=owner, conversation_id=conversation_id)
+                if found is None:
+                    raise ConversationGone("There is no such conversation of yours.")
+                return _send(found, call, model, _kept(found, files.turn, stored))
+        # A new conversation, counted as the chat page's "New conversation" is. Counted outside
+        # the transaction: a send refused after (a reply limit, the model) or a failed commit
+        # leaves no conversation, and gives its count back.
+        with conversation_counted(owner), transaction.atomic():
+            conversation = Conversation.objects.create(
+                owner=owner,
+                origin=Conversation.Origin.API,
+                origin_detail=_printable(client)[:MAX_ORIGIN_DETAIL],
+                title=Conversation.first_words(call.first_question),
+                model_slug=model.slug,
+                system_prompt=call.system_prompt,
+            )
+            saved = _save_history(conversation, call.history)
+            for message, attached in zip(saved, files.history, strict=False):
+                _kept(conversation, attached, stored, message=message)
+            return _send(conversation, call, model, _kept(conversation, files.turn, stored))
+
+
+@contextlib.contextmanager
+def _deleted_on_failure() -> Iterator[list[Attachment]]:
+    """The list of files a call stores: deleted from storage again if the call fails (their
+    rows go with its rolled-back transaction)."""
     stored: list[Attachment] = []
     try:
-        return _save(owner, call, model, conversation_id, client, files, stored)
+        yield stored
     except BaseException:
         for attachment in stored:
             attachment.file.delete(save=False)
         raise
-
-
-def _save(
-    owner: User,
-    call: ChatCall,
-    model: ModelSpec,
-    conversation_id: uuid.UUID | None,
-    client: str,
-    files: ReadFiles,
-    stored: list[Attachment],
-) -> ReplyPlan:
-    if conversation_id is not None:
-        with transaction.atomic():
-            found = conversation_visible(user=owner, conversation_id=conversation_id)
-            if found is None:
-                raise ConversationGone("There is no such conversation of yours.")
-            return _send(found, call, model, _kept(found, files.turn, stored))
-    # A new conversation, counted as the chat page's "New conversation" is. Counted outside the
-    # transaction: a send refused after (a reply limit, the model) or a failed commit leaves no
-    # conversation, and gives its count back.
-    with conversation_counted(owner), transaction.atomic():
-        conversation = Conversation.objects.create(
-            owner=owner,
-            origin=Conversation.Origin.API,
-            origin_detail=_printable(client)[:MAX_ORIGIN_DETAIL],
-            title=Conversation.first_words(call.first_question),
-            model_slug=model.slug,
-            system_prompt=call.system_prompt,
-        )
-        saved = _save_history(conversation, call.history)
-        for message, attached in zip(saved, files.history, strict=False):
-            _kept(conversation, attached, stored, message=message)
-        return _send(conversation, call, model, _kept(conversation, files.turn, stored))
 
 
 def _kept(
