@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
-from conversations.api import cursors, exports
+from conversations.api import archives, cursors, exports
 from conversations.api.conversations import NOT_YOURS, filtered
 from conversations.api.serializers import ConversationDetailSerializer, ConversationFilterSerializer
 from conversations.models import Conversation
@@ -29,7 +29,7 @@ from conversations.types import ConversationId, User
 EXPORT_FORMAT = OpenApiParameter(
     "format",
     OpenApiTypes.STR,
-    enum=[*exports.FORMATS, exports.ARCHIVE],
+    enum=[*exports.FORMATS, archives.ARCHIVE],
     default="json",
     description="File type: zip holds the JSON export and the files attached to its messages.",
 )
@@ -61,9 +61,9 @@ class ConversationExport(APIView):
     )
     def get(self, request: Request, conversation_id: ConversationId) -> HttpResponseBase:
         fmt = request.query_params.get("format", "json")
-        if fmt not in exports.FORMATS and fmt != exports.ARCHIVE:
+        if fmt not in exports.FORMATS and fmt != archives.ARCHIVE:
             raise exceptions.ValidationError(
-                {"format": f"Choose one of {', '.join([*exports.FORMATS, exports.ARCHIVE])}."}
+                {"format": f"Choose one of {', '.join([*exports.FORMATS, archives.ARCHIVE])}."}
             )
         conversation = conversation_or_404(
             user=request.user,
@@ -76,8 +76,8 @@ class ConversationExport(APIView):
             conversation=conversation,
             format=fmt,
         )
-        if fmt == exports.ARCHIVE:
-            return exports.download_zip(exports.to_zip(conversation), stem=str(conversation))
+        if fmt == archives.ARCHIVE:
+            return archives.download_zip(archives.to_zip(conversation), stem=str(conversation))
         body = exports.render([conversation], fmt, many=False)
         return exports.download(body, fmt, stem=str(conversation))
 

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-import zipfile
 from collections.abc import Generator, Iterable
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import IO, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import (
@@ -28,13 +25,11 @@ from django.db.models.expressions import Expression
 from django.db.models.functions import Coalesce
 from django.db.models.sql.compiler import SQLCompiler
 from django.http import HttpResponse
-from django.http.response import HttpResponseBase
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
 from rest_framework.utils.encoders import JSONEncoder
 
 from conversations.api.serializers import ConversationDetailSerializer
-from conversations.attachments.downloads import file_download
 from conversations.models import Attachment, Conversation, Message
 from conversations.services import branches
 from conversations.services.text import size_in_words
@@ -176,34 +171,6 @@ def render(conversations: Iterable[Conversation], fmt: str, *, many: bool) -> st
     one = to_markdown if fmt == "markdown" else to_text
     separator = "\n---\n\n" if fmt == "markdown" else "\n" + "=" * 72 + "\n\n"
     return separator.join(one(c) for c in items)
-
-
-ARCHIVE = "zip"  # the JSON export with the files its messages were sent with
-
-
-def to_zip(conversation: Conversation) -> IO[bytes]:
-    """`conversation.json` (the JSON export) and each attachment's file as it was sent, under
-    `files/<attachment id>/<its name>`, in a temporary file (the files may be large)."""
-    archive_file = tempfile.TemporaryFile()  # noqa: SIM115 - the response closes it
-    with zipfile.ZipFile(archive_file, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("conversation.json", render([conversation], "json", many=False))
-        for message in conversation.messages.all():
-            for attachment in message.attachments.all():
-                where = f"files/{attachment.pk}/{attachment.name}"
-                try:
-                    stored = attachment.file.open("rb")
-                except OSError:  # gone from storage: said so, in the file's place
-                    archive.writestr(f"{where}.missing", "This file is missing from storage.\n")
-                    continue
-                with stored, archive.open(where, "w", force_zip64=True) as packed:
-                    shutil.copyfileobj(stored, packed)
-    archive_file.seek(0)
-    return archive_file
-
-
-def download_zip(archive: IO[bytes], *, stem: str) -> HttpResponseBase:
-    filename = f"{slugify(stem) or 'conversation'}.zip"
-    return file_download(archive, filename=filename, content_type="application/zip")
 
 
 def download(body: str, fmt: str, *, stem: str) -> HttpResponse:
