@@ -13,6 +13,7 @@ cancels the response when the client disconnects; CallReply.release then stops t
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -25,7 +26,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from conversations.engines import catalogue, specs
 from conversations.events.protocol import MessagePayload
-from conversations.gateway import auth, sse
+from conversations.gateway import auth, sse, tools
 from conversations.gateway.calls import CallReply, call_start
 from conversations.gateway.errors import (
     SERVER_ERROR,
@@ -91,6 +92,8 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
             code="recording_off",
         )
     model = await _model(owner, call.model)
+    offered, choice = tools.for_model(call.tools, call.tool_choice, model)
+    call = dataclasses.replace(call, tools=offered, tool_choice=choice)
     reply = await call_start(
         owner=owner,
         call=call,
@@ -127,6 +130,8 @@ async def _events(reply: CallReply, completion: sse.Completion) -> AsyncIterator
         except GatewayError as failure:
             yield sse.event(failure.body())
             return
+        if saved["tool_calls"]:
+            yield completion.chunk({"tool_calls": sse.tool_call_deltas(saved)})
         yield completion.chunk({}, finish=sse.finish_reason(saved))
         if completion.include_usage:
             yield completion.usage_chunk(saved)
@@ -153,7 +158,7 @@ def _succeeded(reply: CallReply) -> MessagePayload:
             type=SERVER_ERROR,
             code="interrupted",
         )
-    return saved  # complete, or stopped (finish reason "abort")
+    return saved  # complete, or stopped (see sse.finish_reason)
 
 
 async def _model(owner: User, slug: str) -> specs.ModelSpec:
