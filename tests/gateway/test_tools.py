@@ -49,10 +49,12 @@ def rows_of(conversation_id: str) -> list[Message]:
     return list(Message.objects.filter(conversation_id=conversation_id).order_by("id"))
 
 
-def page_of(conversation_id: str, owner: Any) -> str:
+def page_of(
+    conversation_id: str, owner: Any, name: str = "conversation-detail", **query: str
+) -> str:
     client = Client()
     client.force_login(owner)
-    return client.get(reverse("conversation-detail", args=[conversation_id])).content.decode()
+    return client.get(reverse(name, args=[conversation_id]), query).content.decode()
 
 
 async def test_a_tool_call_and_its_result_whole_recorded_and_shown(
@@ -114,6 +116,11 @@ async def test_a_tool_call_and_its_result_whole_recorded_and_shown(
     page = await database_sync_to_async(page_of)(conversation_id, alice)
     assert "Called <code>get_weather</code>" in page
     assert "Tool result" in page and RESULT in page
+    markdown = await database_sync_to_async(page_of)(
+        conversation_id, alice, "api-conversation-export", format="markdown"
+    )
+    assert f"- Tool: called get_weather ({call.id}) with {call.function.arguments}" in markdown
+    assert f"- Tool: result of tool call {call.id}" in markdown
 
 
 async def test_a_tool_call_streamed_and_a_new_conversation_from_the_whole_history(
