@@ -78,6 +78,19 @@ def llama_server() -> Iterator[LlamaServer]:
     stop_shared_server()
 
 
+@pytest.fixture(scope="session")
+def tool_calling_llama_server() -> Iterator[LlamaServer]:
+    """llama.cpp's real server with its function-calling chat handler: it takes tools, and a
+    tool_choice that names one makes the model call it, its arguments held to the tool's
+    parameters by a grammar (what a real tool-calling server returns, from a small model)."""
+    server = LlamaServer(chat_format="chatml-function-calling")
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture
 def two_models(settings: Any) -> dict[str, ModelSpec]:
     """CHAT_MODELS declares the test models of tests/support/chat_models.py; by slug."""

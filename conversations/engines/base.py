@@ -108,8 +108,8 @@ class ChatMessage:
         """The whole message as OpenAI's chat API takes it, tool calls and results included."""
         message: dict[str, Any] = {"role": self.role, "content": self.openai_content()}
         if self.tool_calls:
+            # Its text, "" if none: OpenAI takes null too, llama.cpp's server text only.
             message["tool_calls"] = [call.openai() for call in self.tool_calls]
-            message["content"] = self.content or None
         if self.role == "tool":
             message["tool_call_id"] = self.tool_call_id
         return message

@@ -94,8 +94,10 @@ class ChatEvents:
                 {"id": "", "name": "", "arguments": ""},
             )
             function = piece.get("function") or {}
+            # The id and name come whole: once (OpenAI, vLLM) or with every piece (llama.cpp's
+            # server); only the arguments come in pieces.
             call["id"] = str(piece.get("id") or call["id"])
-            call["name"] += str(function.get("name") or "")
+            call["name"] = str(function.get("name") or call["name"])
             call["arguments"] += str(function.get("arguments") or "")
 
     def _take_usage(self, usage: object) -> None:

@@ -268,7 +268,7 @@ async def test_it_passes_tools_on_and_reads_the_calls_back(misbehaving: Misbehav
     assert (body["tools"], body["tool_choice"]) == ([weather], "auto")
     assert body["messages"] == [
         {"role": "user", "content": "Weather in Rome, then Paris?"},
-        {"role": "assistant", "content": None, "tool_calls": [asked.openai()]},
+        {"role": "assistant", "content": "", "tool_calls": [asked.openai()]},
         {"role": "tool", "content": "Rain", "tool_call_id": "call_0"},
     ]
 
@@ -528,3 +528,36 @@ async def test_it_reuses_its_connection_to_llama_cpp_server(llama_server: Any) -
     ]
     ports = {line.split(" - ")[0].rsplit(":", 1)[-1] for line in posts[-2:]}
     assert len(posts) >= 2 and len(ports) == 1, posts[-2:]
+
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "enum": ["Paris", "Rome"]}},
+            "required": ["city"],
+        },
+    },
+}
+
+
+@pytest.mark.model
+async def test_it_reads_a_tool_call_from_llama_cpp_server(tool_calling_llama_server: Any) -> None:
+    engine = engine_for(tool_calling_llama_server.base_url, model="", timeout=60.0)
+    params = SamplingParams(
+        max_tokens=40,
+        temperature=0.0,
+        tools=(WEATHER,),
+        tool_choice={"type": "function", "function": {"name": "get_weather"}},
+    )
+    stream = engine.stream([ChatMessage("user", "Weather in Paris?")], params, request_id="r")
+    async with asyncio.timeout(60), aclosing(aiter(stream)) as deltas:
+        text = "".join([delta async for delta in deltas])
+
+    # The server sends the call's name with every piece of its arguments: read once.
+    (call,) = stream.result.tool_calls
+    assert call.id and call.name == "get_weather"
+    assert json.loads(call.arguments)["city"] in ("Paris", "Rome")
+    assert stream.result.finish_reason is FinishReason.TOOL_CALLS and not text.strip()

@@ -101,7 +101,7 @@ async def test_a_tool_call_and_its_result_whole_recorded_and_shown(
     # The engine was given the call and its result as such.
     record = await server.engine_record(request_id_of(answered.id), model="agent")
     assert record["tool_turns"] == [
-        {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+        {"role": "assistant", "content": "", "tool_calls": [call.model_dump()]},
         {"role": "tool", "content": RESULT, "tool_call_id": call.id},
     ]
 
@@ -222,3 +222,62 @@ async def test_a_tool_result_must_answer_a_call_it_follows(
                 model="agent", messages=messages, tools=[WEATHER]
             )
         assert refused.value.response.json()["error"]["param"] == f"messages[{len(messages) - 1}]"
+
+
+@pytest.mark.model
+async def test_a_real_tool_calling_server_behind_the_gateway(
+    gateway: Callable[..., Gateway], alice_key: str, tool_calling_llama_server: Any
+) -> None:
+    """The openai backend in front of llama.cpp's server (its function-calling handler): the
+    model's call reaches the SDK, its result goes back, and the model answers in text."""
+    city = {"type": "string", "enum": ["Paris", "Rome"]}
+    weather = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": city}, "required": ["city"]},
+        },
+    }
+    served = {
+        "slug": "served",
+        "backend": "openai",
+        "tools": True,
+        "max_tokens": 24,
+        "temperature": 0.0,
+        "options": {"base_url": tool_calling_llama_server.base_url, "timeout": 60},
+    }
+    server = gateway(CHAT_MODELS=json.dumps([served]))
+    client = server.client(alice_key, timeout=60)
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    stream = await client.chat.completions.create(
+        model="served", messages=[QUESTION], tools=[weather], tool_choice=named, stream=True
+    )
+    chunks = [chunk async for chunk in stream]
+
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+    (piece,) = [p for c in chunks if c.choices for p in c.choices[0].delta.tool_calls or []]
+    assert piece.function is not None and piece.function.name == "get_weather"
+    assert json.loads(piece.function.arguments or "")["city"] in ("Paris", "Rome")
+
+    answered = await client.chat.completions.create(
+        model="served",
+        messages=[
+            QUESTION,
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": piece.id,
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": piece.function.arguments},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": piece.id, "content": RESULT},
+        ],
+        tools=[weather],
+        tool_choice="none",
+    )
+    assert answered.choices[0].finish_reason in ("stop", "length")
+    assert answered.choices[0].message.content and not answered.choices[0].message.tool_calls

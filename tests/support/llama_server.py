@@ -21,7 +21,10 @@ DISCONNECT_LINE = "Disconnected from client"
 
 
 class LlamaServer:
-    def __init__(self) -> None:
+    """`chat_format`: one of llama-cpp-python's chat handlers instead of the GGUF's template
+    (chatml-function-calling: tools, a named tool_choice held to its parameters by a grammar)."""
+
+    def __init__(self, chat_format: str | None = None) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.log_path = Path(tempfile.mkdtemp(prefix="llama-server-")) / "server.log"
@@ -46,6 +49,7 @@ class LlamaServer:
                 "False",
                 "--verbose",
                 "False",
+                *(["--chat_format", chat_format] if chat_format else []),
             ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
