@@ -21,6 +21,9 @@ class Turn:
     kind: str = "send"
     content: str = ""  # send, edit
     message_id: int | None = None  # edit: the user message it is a new version of
+    # send: the message it follows (the gateway's call continuing a branch); None: the last of
+    # the branch shown
+    after_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,11 @@ def place(conversation: Conversation, turn: Turn, leaf_id: int | None) -> Place:
     """Where `turn` puts its messages, the branch shown ending at `leaf_id`; a refusal the
     sender can read if it has nothing to work on."""
     if turn.kind == "send":
-        return Place(user_parent=leaf_id, after=leaf_id)
+        if turn.after_id is None:
+            return Place(user_parent=leaf_id, after=leaf_id)
+        if not Message.objects.filter(pk=turn.after_id, conversation=conversation).exists():
+            raise branches.NotOnThisConversation("There is no such message to go on from.")
+        return Place(user_parent=turn.after_id, after=turn.after_id)
     if turn.kind == "edit":
         edited = Message.objects.filter(
             pk=turn.message_id or 0, conversation=conversation, role=Message.Role.USER
