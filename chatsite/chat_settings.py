@@ -1,6 +1,8 @@
 """chatsite's own settings, the CHAT_* ones, grouped by concern (chatsite.settings imports them):
 models and replies, sockets and per-user limits, each engine's, then the API, shares and imports."""
 
+import re
+
 from django.core.exceptions import ImproperlyConfigured
 
 from chatsite.database_settings import DATABASES
@@ -128,6 +130,17 @@ CHAT_VLLM_ENGINE_ARGS = env_json_object("CHAT_VLLM_ENGINE_ARGS")
 # The OpenAI-compatible gateway (/v1/) keeps each call as a conversation of its caller's; off, a
 # call's conversation is deleted once its reply has ended (only the metrics stay).
 CHAT_GATEWAY_RECORD = env_bool("CHAT_GATEWAY_RECORD", True)
+# A call carrying this header (any non-empty value) is the client's own housekeeping (Open
+# WebUI's title, tag and follow-up requests, once an operator marks them): answered, never kept.
+# Empty: no header marks a call so.
+CHAT_GATEWAY_HOUSEKEEPING_HEADER = env_str(
+    "CHAT_GATEWAY_HOUSEKEEPING_HEADER", "X-Chatsite-Housekeeping"
+).strip()
+if not re.fullmatch(r"[A-Za-z0-9-]*", CHAT_GATEWAY_HOUSEKEEPING_HEADER):
+    raise ImproperlyConfigured(
+        "CHAT_GATEWAY_HOUSEKEEPING_HEADER must be an HTTP header name (letters, digits and "
+        f"hyphens, such as X-Chatsite-Housekeeping); got {CHAT_GATEWAY_HOUSEKEEPING_HEADER!r}."
+    )
 # The largest body /v1/chat/completions takes: room for a message's files, base64-encoded (a
 # third larger than the files); every other route keeps Django's DATA_UPLOAD_MAX_MEMORY_SIZE.
 CHAT_GATEWAY_MAX_BODY_BYTES = env_int(

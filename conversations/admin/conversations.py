@@ -83,6 +83,7 @@ class ConversationAdmin(StaffReadingAdmin):
         "max_tokens",
         "origin",
         "origin_detail",
+        "api_token",  # the gateway call's token that started it
         "created_at",
         "updated_at",
     )

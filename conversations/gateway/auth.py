@@ -10,7 +10,8 @@ from channels.db import database_sync_to_async
 from django.http import HttpRequest
 
 from conversations.gateway.errors import unauthenticated
-from conversations.services.tokens import api_token_user
+from conversations.models import ApiToken
+from conversations.services.tokens import api_token_for
 from conversations.types import User
 
 MAX_KEY_CHARS = 200  # keys are 46 characters; anything far longer is not one
@@ -18,6 +19,11 @@ MAX_KEY_CHARS = 200  # keys are 46 characters; anything far longer is not one
 
 async def caller(request: HttpRequest) -> User:
     """The token's active user; a 401 (with WWW-Authenticate) for anything else."""
+    return (await caller_token(request)).user
+
+
+async def caller_token(request: HttpRequest) -> ApiToken:
+    """The active token the call is made with (its `user` loaded); a 401 for anything else."""
     scheme, _, key = request.headers.get("Authorization", "").partition(" ")
     key = key.strip()
     if scheme.lower() != "bearer" or not key:
@@ -25,9 +31,9 @@ async def caller(request: HttpRequest) -> User:
             "Send a personal API token as `Authorization: Bearer <token>`; make one at "
             "/settings/tokens/."
         )
-    user: User | None = None
+    token: ApiToken | None = None
     if len(key) <= MAX_KEY_CHARS and key.isascii():
-        user = await database_sync_to_async(api_token_user)(key)
-    if user is None:
+        token = await database_sync_to_async(api_token_for)(key)
+    if token is None:
         raise unauthenticated("Invalid or revoked API token.")
-    return user
+    return token

@@ -1,23 +1,28 @@
 """An API call through the generation lifecycle, and its reply as the HTTP response reads it.
 
 A call is saved as the chat page's sends are, with more around it in the same transaction: a new
-conversation (origin "api", with the client's User-Agent) and the request's earlier messages as
-its history, then reply_create's user message and pending reply; a refused send (a limit, a
-model) leaves nothing behind, and gives back the new conversation it counted against the rate.
-With X-Chatsite-Conversation the call goes on in an existing conversation of the caller's
-instead: the stored conversation is the history (the branch shown, as the chat page gives the
-model), and only the request's last message is added; the request's system message and sampling
-apply to that reply alone.
+conversation (origin "api", with the client's User-Agent and its token) and the request's earlier
+messages as its history, then reply_create's user message and pending reply; a refused send (a
+limit, a model) leaves nothing behind, and gives back the new conversation it counted against the
+rate. A call whose history goes on from a reply of a conversation its token recorded (a front end
+sending the whole chat each turn: see continuation) goes on there instead: only what the history
+does not share with that branch, and the new turn, are added after it. With X-Chatsite-Conversation
+the call goes on in the conversation it names, of the caller's: the stored conversation is the
+history (the branch shown, as the chat page gives the model), and only the request's last message
+is added. Either way the request's system message and sampling apply to that reply alone.
 
 The reply is then an ordinary generation in this process: tabs on the conversation see it stream
 and can stop it. The response reads it from the generation directly (RunningReply.listen:
 nothing lost, nothing through the channel layer), and a response that ends before the reply (the client
 closed the stream or went away) stops the engine, recorded as cancelled by `client_disconnect`.
 
-CHAT_GATEWAY_RECORD=0 keeps no transcript: the conversation lives only while its reply is
-written (the lifecycle needs its rows: Stop, heartbeat, recovery, the per-user limits) and is
-deleted once the generation has ended; the metrics (Prometheus, the log) stay. A process killed
-mid-call leaves that conversation behind, marked interrupted like any other reply's.
+A call that is not recorded (CHAT_GATEWAY_RECORD=0, a token that records none, a call marked as
+the client's housekeeping: the view decides) keeps no transcript: it always starts a conversation,
+which lives only while its reply is written (the lifecycle needs its rows: Stop, heartbeat,
+recovery, the per-user limits) and is deleted once the generation has ended; the metrics
+(Prometheus, the log) stay. It leaves no conversation, so it does not count against the
+conversations a minute. A process killed mid-call leaves that conversation behind, marked
+interrupted like any other reply's.
 """
 
 from __future__ import annotations
@@ -34,13 +39,13 @@ from collections.abc import Coroutine, Iterator
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.db import transaction
 
 from conversations.attachments import uploads
 from conversations.engines.base import ChatMessage
 from conversations.engines.specs import ModelSpec
 from conversations.events.protocol import Delta, Event, Finished, MessagePayload
+from conversations.gateway import continuation
 from conversations.gateway.errors import from_refusal
 from conversations.gateway.files import ReadFile, ReadFiles
 from conversations.gateway.wire import ChatCall
@@ -49,11 +54,10 @@ from conversations.generation.background import spawn
 from conversations.generation.placement import shown_leaf
 from conversations.generation.plans import ReplyPlan
 from conversations.generation.running import RunningReply
-from conversations.models import Attachment, Conversation, Message
+from conversations.models import ApiToken, Attachment, Conversation, Message
 from conversations.services.conversations import conversation_delete, conversation_visible
 from conversations.services.errors import ConversationGone, SendRefused
 from conversations.services.limits import conversation_counted
-from conversations.types import User
 
 logger = logging.getLogger("chatsite.gateway")
 
@@ -63,64 +67,141 @@ MAX_ORIGIN_DETAIL = 300  # Conversation.origin_detail
 
 async def call_start(
     *,
-    owner: User,
+    token: ApiToken,
     call: ChatCall,
     model: ModelSpec,
     conversation_id: uuid.UUID | None,
     client: str,
+    record: bool = True,
     files: ReadFiles | None = None,
 ) -> CallReply:
-    """Save the call and start its reply here; a GatewayError if the send is refused."""
+    """Save the call of `token` (its `user` loaded) and start its reply here; a GatewayError if
+    the send is refused. `record`: keep the call's conversation (False: see the module's
+    docstring; the view refuses X-Chatsite-Conversation then)."""
     save = functools.partial(
         call_save,
-        owner=owner,
+        token=token,
         call=call,
         model=model,
         conversation_id=conversation_id,
         client=client,
+        record=record,
         files=files or ReadFiles(),
     )
     try:
         running = await replies.reply_start_with(save)
     except SendRefused as refusal:
         raise from_refusal(refusal) from None
-    return CallReply(running, record=settings.CHAT_GATEWAY_RECORD)
+    return CallReply(running, record=record)
 
 
 def call_save(
     *,
-    owner: User,
+    token: ApiToken,
     call: ChatCall,
     model: ModelSpec,
     conversation_id: uuid.UUID | None,
     client: str,
+    record: bool,
     files: ReadFiles,
 ) -> ReplyPlan:
-    """The call's conversation (new, or the caller's own), history, files and send, all or
-    nothing: the files stored for a call that is then refused are deleted again."""
+    """The call's conversation (the one it names, the one its history goes on in, or a new
+    one), history, files and send, all or nothing: the files stored for a call that is then
+    refused are deleted again."""
+    owner = token.user
     with _deleted_on_failure() as stored:
         if conversation_id is not None:
             with transaction.atomic():
                 found = conversation_visible(user=owner, conversation_id=conversation_id)
                 if found is None:
                     raise ConversationGone("There is no such conversation of yours.")
-                return _send(found, call, model, _kept(found, files.turn, stored))
-        # A new conversation, counted as the chat page's "New conversation" is. Counted outside
-        # the transaction: a send refused after (a reply limit, the model) or a failed commit
-        # leaves no conversation, and gives its count back.
-        with conversation_counted(owner), transaction.atomic():
+                return _turn(found, call, model, _kept(found, files.turn, stored), record=record)
+        # Unrecorded, a call goes on in nothing: its conversation is deleted after its reply.
+        digests = continuation.path_digests(token, call.history) if record else None
+        match = None
+        if digests is not None:
+            match = continuation.find(token=token, history=call.history, digests=digests)
+        if match is not None:
+            with transaction.atomic():
+                going_on = Conversation.objects.filter(pk=match.conversation_id, owner=owner)
+                conversation = going_on.first()
+                if conversation is not None:  # else deleted since: a new one
+                    return _line_and_turn(
+                        conversation, call, model, files, stored, digests, after=match
+                    )
+        # A new conversation, counted as the chat page's "New conversation" is (unless it is
+        # deleted after its reply). Counted outside the transaction: a send refused after (a
+        # reply limit, the model) or a failed commit leaves no conversation, and gives its
+        # count back.
+        counted = conversation_counted(owner) if record else contextlib.nullcontext()
+        with counted, transaction.atomic():
             conversation = Conversation.objects.create(
                 owner=owner,
                 origin=Conversation.Origin.API,
                 origin_detail=_printable(client)[:MAX_ORIGIN_DETAIL],
+                api_token=token,
                 title=Conversation.first_words(call.first_question),
                 model_slug=model.slug,
                 system_prompt=call.system_prompt,
             )
-            saved = _save_line(conversation, call.history, parent_id=None)
-            for message, attached in zip(saved, files.history, strict=False):
-                _kept(conversation, attached, stored, message=message)
-            return _send(conversation, call, model, _kept(conversation, files.turn, stored))
+            return _line_and_turn(conversation, call, model, files, stored, digests, after=None)
+
+
+def _line_and_turn(
+    conversation: Conversation,
+    call: ChatCall,
+    model: ModelSpec,
+    files: ReadFiles,
+    stored: list[Attachment],
+    digests: list[str] | None,
+    *,
+    after: continuation.Match | None,
+) -> ReplyPlan:
+    """The history the conversation does not hold yet (all of it, or what follows the reply
+    `after` that it goes on from), with its files, then the send after it. Its messages are
+    keyed by their paths if the call is recorded (`digests`: the history's; None: it is not)."""
+    shared = after.shared if after is not None else 0
+    saved = _save_line(
+        conversation, call.history[shared:], parent_id=after.reply_id if after else None
+    )
+    for message, attached in zip(saved, files.history[shared:], strict=False):
+        _kept(conversation, attached, stored, message=message)
+    record = digests is not None
+    if digests is not None:
+        continuation.remember_line(saved, digests[shared:])
+    last = saved[-1].pk if saved else (after.reply_id if after else None)
+    turn = _kept(conversation, files.turn, stored)
+    return _turn(conversation, call, model, turn, after_id=last, record=record)
+
+
+def _turn(
+    conversation: Conversation,
+    call: ChatCall,
+    model: ModelSpec,
+    attachment_ids: tuple[uuid.UUID, ...],
+    *,
+    after_id: int | None = None,
+    record: bool,
+) -> ReplyPlan:
+    """The call's new turn and its pending reply: a user message after `after_id` (None: the
+    branch shown), or the tool results that answer the tool calls of that message (saved after
+    it; the reply answers them). The turn is keyed by its path when recorded (its reply is once
+    it is saved: CallReply)."""
+    if not call.tool_results:
+        turn = replies.Turn(content=call.content, after_id=after_id)
+        plan = _send(conversation, call, model, attachment_ids, turn)
+        user_message = plan.started.user_message
+        if record and user_message is not None:
+            continuation.remember(user_message["id"])
+        return plan
+    if after_id is None:
+        after_id = shown_leaf(Conversation.objects.only("current_leaf").get(pk=conversation.pk))
+    results = _save_line(conversation, call.tool_results, parent_id=after_id)
+    if record:
+        for result in results:  # each after the one before it: its parent's key comes first
+            continuation.remember(result.pk)
+    turn = replies.Turn(kind="answer", after_id=results[-1].pk)
+    return _send(conversation, call, model, attachment_ids, turn)
 
 
 @contextlib.contextmanager
@@ -163,15 +244,8 @@ def _send(
     call: ChatCall,
     model: ModelSpec,
     attachment_ids: tuple[uuid.UUID, ...],
+    turn: replies.Turn,
 ) -> ReplyPlan:
-    """The call's new turn and its pending reply: a user message, or the tool results that
-    answer the conversation's last tool calls (saved on its branch shown; the reply answers
-    them)."""
-    turn = replies.Turn(content=call.content)
-    if call.tool_results:
-        shown = Conversation.objects.only("current_leaf").get(pk=conversation.pk)
-        _save_line(conversation, call.tool_results, parent_id=shown_leaf(shown))
-        turn = replies.Turn(kind="answer")
     return replies.reply_create(
         replies.Send(
             conversation=conversation,
@@ -250,6 +324,9 @@ class CallReply:
                 return event.text
             elif isinstance(event, Finished):
                 self.saved = event.message
+                if self._record:
+                    # Before the response ends: the client's next turn may come at once.
+                    await _remember_reply(self.plan.message_id)
         return None
 
     async def release(self) -> None:
@@ -260,12 +337,15 @@ class CallReply:
             return
         self._released = True
         self.running.stop_listening(self._events)
-        if not self.over:
+        left = not self.over
+        if left:
             logger.info("client went away request_id=%s, stopping", self.plan.request_id)
             stop = rows.RecordedStop(rows.unix_time(time.time()), CLIENT_DISCONNECT)
             await self.running.request_stop(stop)  # as a Stop from a tab in this process
         if not self._record:
             _in_background(_forget(self.running))
+        elif left:  # its reply is keyed once saved, as the client read it
+            _in_background(_remember_when_over(self.running))
 
 
 _background: set[asyncio.Task[Any]] = set()
@@ -282,6 +362,18 @@ async def _forget(running: RunningReply) -> None:
         await database_sync_to_async(_delete_conversation)(running.plan.conversation_id)
     except Exception:
         logger.exception("could not delete an unrecorded call's conversation")
+
+
+async def _remember_when_over(running: RunningReply) -> None:
+    await running.finished()
+    await _remember_reply(running.plan.message_id)
+
+
+async def _remember_reply(message_id: int) -> None:
+    try:
+        await database_sync_to_async(continuation.remember)(message_id)
+    except Exception:  # the reply stands; only a later call's continuing it is lost
+        logger.exception("could not key a call's reply by its path")
 
 
 def _delete_conversation(conversation_id: uuid.UUID) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
 from conversations.gateway.schema_components import COMPONENTS, ref
 from conversations.gateway.views import CONVERSATION_HEADER
 
@@ -32,6 +34,20 @@ def _error(description: str, **headers: str) -> dict[str, Any]:
 
 
 _UNAUTHENTICATED = _error("No API token, or one that is invalid or revoked.")
+_HOUSEKEEPING = (
+    [
+        {
+            "name": settings.CHAT_GATEWAY_HOUSEKEEPING_HEADER,
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string"},
+            "description": "Any value: the call is the client's own housekeeping (a title or "
+            "tag request), answered and not recorded.",
+        }
+    ]
+    if settings.CHAT_GATEWAY_HOUSEKEEPING_HEADER
+    else []
+)
 _CONVERSATION = {
     CONVERSATION_HEADER: {
         "schema": {"type": "string", "format": "uuid"},
@@ -44,9 +60,11 @@ PATHS: dict[str, Any] = {
         "post": {
             "operationId": "gateway_chat_completions_create",
             "summary": "Chat with a model (OpenAI-compatible), streamed or not",
-            "description": "Saved as a conversation of yours (origin api) unless the server "
-            "records no calls; the chat page shows it streaming and can stop it. Closing a "
-            "stream stops the model. The same per-user limits as the chat page apply.",
+            "description": "Saved in a conversation of yours (origin api) unless the server or "
+            "the token records no calls: a new one, or the one of this token's whose branch the "
+            "history goes on from (the whole chat sent each turn is one conversation). The chat "
+            "page shows it streaming and can stop it. Closing a stream stops the model. The "
+            "same per-user limits as the chat page apply.",
             "tags": [TAG],
             "security": SECURITY,
             "parameters": [
@@ -57,7 +75,8 @@ PATHS: dict[str, Any] = {
                     "schema": {"type": "string", "format": "uuid"},
                     "description": "Go on in this conversation of yours: the stored "
                     "conversation is the history, and only the last message is added.",
-                }
+                },
+                *_HOUSEKEEPING,
             ],
             "requestBody": {
                 "required": True,

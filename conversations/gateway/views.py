@@ -71,7 +71,8 @@ def endpoint(*methods: str) -> Callable[[View], View]:
 
 @endpoint("POST")
 async def chat_completions(request: HttpRequest) -> HttpResponseBase:
-    owner = await auth.caller(request)
+    token = await auth.caller_token(request)
+    owner = token.user
     # Read here rather than through request.body, which holds every route to Django's 2.5 MB:
     # this route's own limit (CHAT_GATEWAY_MAX_BODY_BYTES, room for files) was applied before
     # the body was read (chatsite/body_limits.py).
@@ -85,21 +86,23 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
         else parse_chat_call(body)
     )
     conversation_id = parse_conversation_header(request.headers.get(CONVERSATION_HEADER))
-    if conversation_id is not None and not settings.CHAT_GATEWAY_RECORD:
+    record = token.records_calls and not _housekeeping(request)
+    if conversation_id is not None and not record:
         raise bad_request(
-            "This server keeps no conversations of API calls (CHAT_GATEWAY_RECORD is off), so "
-            f"{CONVERSATION_HEADER} cannot be used.",
+            "This call keeps no conversation (the server or the token records no calls, or it is "
+            f"marked as housekeeping), so {CONVERSATION_HEADER} cannot be used.",
             code="recording_off",
         )
     model = await _model(owner, call.model)
     offered, choice = tools.for_model(call.tools, call.tool_choice, model)
     call = dataclasses.replace(call, tools=offered, tool_choice=choice)
     reply = await call_start(
-        owner=owner,
+        token=token,
         call=call,
         model=model,
         conversation_id=conversation_id,
         client=request.headers.get("User-Agent", ""),
+        record=record,
         files=await read_call_files(call, model),
     )
     completion = sse.Completion.of(
@@ -118,6 +121,12 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
         return JsonResponse(completion.whole(_succeeded(reply)), headers=headers)
     finally:
         await reply.release()  # also when the client left while we waited: stops it
+
+
+def _housekeeping(request: HttpRequest) -> bool:
+    """A call the client marks as its own housekeeping (a title or tag request): not recorded."""
+    header = settings.CHAT_GATEWAY_HOUSEKEEPING_HEADER
+    return bool(header and request.headers.get(header, "").strip())
 
 
 async def _events(reply: CallReply, completion: sse.Completion) -> AsyncIterator[bytes]:

@@ -22,6 +22,9 @@ class Turn:
     kind: str = "send"
     content: str = ""  # send, edit
     message_id: int | None = None  # edit: the user message it is a new version of
+    # send, answer: the message it follows (the gateway's call continuing a branch); None: the
+    # last of the branch shown
+    after_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -54,9 +57,15 @@ def place(conversation: Conversation, turn: Turn, leaf_id: int | None) -> Place:
     """Where `turn` puts its messages, the branch shown ending at `leaf_id`; a refusal the
     sender can read if it has nothing to work on."""
     if turn.kind == "send":
-        return Place(user_parent=leaf_id, after=leaf_id)
+        if turn.after_id is None:
+            return Place(user_parent=leaf_id, after=leaf_id)
+        _check_on_this_conversation(conversation, turn.after_id)
+        return Place(user_parent=turn.after_id, after=turn.after_id)
     if turn.kind == "answer":
-        return Place.reply_only(leaf_id)
+        if turn.after_id is None:
+            return Place.reply_only(leaf_id)
+        _check_on_this_conversation(conversation, turn.after_id)
+        return Place.reply_only(turn.after_id)
     if turn.kind == "edit":
         edited = Message.objects.filter(
             pk=turn.message_id or 0, conversation=conversation, role=Message.Role.USER
@@ -75,3 +84,8 @@ def place(conversation: Conversation, turn: Turn, leaf_id: int | None) -> Place:
             raise NothingToRedo("Only a reply that was cut off or stopped can be continued.")
         return Place.reply_only(leaf.parent_id, prefix=leaf.content)
     raise ValueError(f"unknown turn {turn.kind!r}")
+
+
+def _check_on_this_conversation(conversation: Conversation, message_id: int) -> None:
+    if not Message.objects.filter(pk=message_id, conversation=conversation).exists():
+        raise branches.NotOnThisConversation("There is no such message to go on from.")

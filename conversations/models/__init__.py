@@ -15,13 +15,15 @@ here, as Django and the rest of chatsite expect (`from conversations.models impo
   FirstTokenTimes, the replies' times to first token a day and model, in buckets;
 - budgets: Budget, tokens a day and a month for one user or group;
 - audit: AuditEvent, the append-only audit log;
-- attachments: Attachment, a file in a message, with the text read from it, and its Kind.
+- attachments: Attachment, a file in a message, with the text read from it, and its Kind;
+- continuations: GatewayPath, a gateway message's path from its root, as a digest.
 """
 
 from conversations.models.attachments import Attachment, AttachmentQuerySet
 from conversations.models.audit import AuditEvent, AuditEventQuerySet
 from conversations.models.budgets import Budget
 from conversations.models.chat_models import ChatModel
+from conversations.models.continuations import GatewayPath
 from conversations.models.conversations import Conversation, ConversationQuerySet
 from conversations.models.identities import ExternalIdentity
 from conversations.models.invitations import Invitation, InvitationQuerySet
@@ -45,6 +47,7 @@ __all__ = [
     "ConversationQuerySet",
     "ExternalIdentity",
     "FirstTokenTimes",
+    "GatewayPath",
     "Invitation",
     "InvitationQuerySet",
     "Message",

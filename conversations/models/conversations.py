@@ -99,6 +99,11 @@ class Conversation(models.Model):
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.CHAT)
     # The gateway client's User-Agent, or the import's format ("chatgpt", "claude", "chatsite").
     origin_detail = models.CharField(max_length=300, blank=True)
+    # The API token whose gateway call started it: only that token's calls continue it without
+    # naming it (gateway.continuation).
+    api_token = models.ForeignKey(
+        "ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     # The conversation's id in the source it was imported from: importing it again skips it.
     external_id = models.CharField(max_length=200, blank=True)
     imported_at = models.DateTimeField(null=True, blank=True)

@@ -22,6 +22,13 @@ class ApiToken(models.Model):
     Only a hash of the key is stored; the key itself is shown once, when it is created.
     """
 
+    class Recording(models.TextChoices):
+        """Whether the gateway keeps this token's calls as conversations."""
+
+        DEFAULT = "default", "As the server does (CHAT_GATEWAY_RECORD)"
+        ALL = "all", "Every call"
+        NONE = "none", "No call"
+
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
     )
@@ -32,6 +39,7 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    recording = models.CharField(max_length=8, choices=Recording.choices, default=Recording.DEFAULT)
 
     objects = ApiTokenQuerySet.as_manager()
 
@@ -44,3 +52,10 @@ class ApiToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+    @property
+    def records_calls(self) -> bool:
+        """Whether its gateway calls are kept as conversations: its own choice, else the server's."""
+        if self.recording == self.Recording.DEFAULT:
+            return bool(settings.CHAT_GATEWAY_RECORD)
+        return self.recording == self.Recording.ALL

@@ -5,15 +5,27 @@ from __future__ import annotations
 
 from django import forms
 
+from conversations.models import ApiToken
+
 
 class TitleForm(forms.Form):
     title = forms.CharField()  # the service cuts it to MAX_TITLE characters
 
 
-class TokenNameForm(forms.Form):
+class TokenForm(forms.Form):
+    """A new API token: its name, and whether the gateway keeps its calls."""
+
     name = forms.CharField(
         error_messages={"required": "Give the token a name, such as the script that will use it."},
     )
+    recording = forms.ChoiceField(
+        choices=ApiToken.Recording.choices,
+        required=False,  # a form without the field (a script's POST): the server's default
+        error_messages={"invalid_choice": "Choose which of the token's calls are kept."},
+    )
+
+    def clean_recording(self) -> str:
+        return self.cleaned_data["recording"] or ApiToken.Recording.DEFAULT
 
 
 class ConversationSettingsForm(forms.Form):

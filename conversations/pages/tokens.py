@@ -1,5 +1,6 @@
 """The settings page where a user creates, sees and revokes their API tokens."""
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -7,7 +8,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from conversations.models import ApiToken
-from conversations.pages.forms import TokenNameForm
+from conversations.pages.forms import TokenForm
 from conversations.services.tokens import api_token_create, api_token_revoke
 from conversations.types import AuthenticatedHttpRequest
 
@@ -19,11 +20,15 @@ def api_tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
     created = key = None
     error = ""
     if request.method == "POST":
-        form = TokenNameForm(request.POST)
+        form = TokenForm(request.POST)
         if form.is_valid():
-            created, key = api_token_create(user=request.user, name=form.cleaned_data["name"])
+            created, key = api_token_create(
+                user=request.user,
+                name=form.cleaned_data["name"],
+                recording=form.cleaned_data["recording"],
+            )
         else:
-            error = " ".join(str(e) for e in form.errors["name"])
+            error = " ".join(str(e) for errors in form.errors.values() for e in errors)
     return render(
         request,
         "conversations/api_tokens.html",
@@ -32,6 +37,9 @@ def api_tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
             "created": created,
             "key": key,
             "error": error,
+            "recording_choices": ApiToken.Recording.choices,
+            # What a token that follows the server does: the page says it next to the choice.
+            "server_records": settings.CHAT_GATEWAY_RECORD,
         },
         status=400 if error else 200,
     )

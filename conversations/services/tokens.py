@@ -26,8 +26,13 @@ def key_hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
-    """Create a token; returns it and its key, which is not stored and cannot be shown again."""
+def api_token_create(
+    *, user: User, name: str, recording: str = ApiToken.Recording.DEFAULT
+) -> tuple[ApiToken, str]:
+    """Create a token; returns it and its key, which is not stored and cannot be shown again.
+    `recording`: whether the gateway keeps its calls (an ApiToken.Recording)."""
+    if recording not in ApiToken.Recording.values:
+        raise ValueError(f"unknown recording {recording!r}")
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     with transaction.atomic():
         token = ApiToken.objects.create(
@@ -35,6 +40,7 @@ def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
             name=name.strip()[:100] or "API token",
             prefix=key[:SHOWN_PREFIX_LENGTH],
             key_hash=key_hash(key),
+            recording=recording,
         )
         audit.record(audit.Event.TOKEN_CREATED, subject=user, token=token.prefix, name=token.name)
     return token, key
@@ -56,6 +62,13 @@ def api_token_revoke(*, token: ApiToken) -> bool:
 
 def api_token_user(key: str) -> User | None:
     """The active user a key belongs to, or None for an unknown, revoked or disabled one."""
+    token = api_token_for(key)
+    return token.user if token is not None else None
+
+
+def api_token_for(key: str) -> ApiToken | None:
+    """The active token of an active user a key is (its `user` loaded), or None; its use is
+    noted in last_used_at."""
     token = ApiToken.objects.active().select_related("user").filter(key_hash=key_hash(key)).first()
     if token is None or not token.user.is_active:
         return None
@@ -63,4 +76,4 @@ def api_token_user(key: str) -> User | None:
     ApiToken.objects.filter(pk=token.pk).filter(
         Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
     ).update(last_used_at=now)
-    return token.user
+    return token

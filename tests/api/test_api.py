@@ -311,6 +311,28 @@ def test_it_requires_a_token_name(alice: Any) -> None:
     assert not ApiToken.objects.exists()
 
 
+def test_it_makes_a_token_with_its_recording_and_shows_it(alice: Any, settings: Any) -> None:
+    """Whether the gateway keeps a token's calls: chosen when it is made (a form without the
+    field: the server's default), and shown with the others."""
+    settings.CHAT_GATEWAY_RECORD = False
+    browser = Client()
+    browser.force_login(alice)
+
+    browser.post(reverse("api-tokens"), {"name": "private", "recording": "none"})
+    browser.post(reverse("api-tokens"), {"name": "notes", "recording": "all"})
+    browser.post(reverse("api-tokens"), {"name": "script"})
+    refused = browser.post(reverse("api-tokens"), {"name": "odd", "recording": "some"})
+
+    assert refused.status_code == 400 and "Choose which" in refused.content.decode()
+    recordings = dict(ApiToken.objects.values_list("name", "recording"))
+    assert recordings == {"private": "none", "notes": "all", "script": "default"}
+    page = browser.get(reverse("api-tokens")).content.decode()
+    assert page.count('<td class="token-recording">none</td>') == 1
+    assert page.count('<td class="token-recording">every call</td>') == 1
+    assert page.count('<td class="token-recording">none (as the server)</td>') == 1
+    assert "As the server does (now: none)" in page
+
+
 def test_it_stops_a_revoked_token(alice: Any, api: Client, history: Conversation) -> None:
     assert api.get(reverse("api-conversation-list")).status_code == 200
     token = ApiToken.objects.get(user=alice)

@@ -17,6 +17,7 @@ from conversations.gateway.wire import parse_chat_call
 from conversations.generation.coalescer import Coalescer, Frame
 from conversations.generation.listeners import Listener
 from conversations.models import Conversation, Message
+from conversations.services.tokens import api_token_create
 from tests.support.replies import generations_finished, only_reply_of, reply_of
 from tests.support.sockets import finished, is_delta, streamed_text
 from tests.support.stepped import SteppedStream
@@ -49,8 +50,9 @@ async def api_call(user: Any) -> CallReply:
     """A streamed /v1/chat/completions call, as the gateway's view starts it."""
     body = {"model": "default", "stream": True, "messages": [{"role": "user", "content": "Go"}]}
     model = await database_sync_to_async(model_for)(user, "default")
+    token, _ = await database_sync_to_async(api_token_create)(user=user, name="tests")
     return await call_start(
-        owner=user,
+        token=token,
         call=parse_chat_call(json.dumps(body).encode()),
         model=model,
         conversation_id=None,
