@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 
@@ -45,7 +46,11 @@ class RevocationWatch:
         self.revoked = False
         self._token_id = token_id
         self._running = running
-        self._task = asyncio.create_task(self._watch(), name=f"token-watch-{token_id}")
+        # In a context of its own: a streamed call's watch outlives its view, whose executor
+        # for database work ends when the view returns the response.
+        self._task = asyncio.create_task(
+            self._watch(), name=f"token-watch-{token_id}", context=contextvars.Context()
+        )
 
     async def close(self) -> None:
         self._task.cancel()
