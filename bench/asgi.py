@@ -22,6 +22,7 @@ from urllib.parse import parse_qs
 from chatsite.asgi import application as chatsite_application
 from conversations.engines import get_engine
 from conversations.engines.base import ChatMessage, SamplingParams
+from conversations.engines.specs import ModelSpec, declared_models
 
 RECORDS_PATH = "/__bench__/records"
 RELAY_PATH = "/__bench__/relay/"
@@ -36,7 +37,10 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         return
     query = parse_qs(scope.get("query_string", b"").decode())
     wanted = [i for i in ",".join(query.get("ids", [])).split(",") if i]
-    records = getattr(get_engine("scripted"), "records", {})
+    # ?model=<slug>: a model of CHAT_MODELS rather than the single-engine settings' one.
+    slug = query.get("model", [""])[0]
+    engine = get_engine(_declared(slug) if slug else "scripted")
+    records = getattr(engine, "records", {})
     found = {}
     for request_id in wanted:
         record = records.pop(request_id, None)
@@ -50,12 +54,22 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
                 "finished": record.finished,
                 # What the engine was asked (the gateway's tests check what reached it).
                 "messages": [[message.role, message.content] for message in record.messages],
+                # Tool calls and results as the engine was given them (OpenAI's shape).
+                "tool_turns": [
+                    message.openai_message()
+                    for message in record.messages
+                    if message.tool_calls or message.role == "tool"
+                ],
                 "params": dataclasses.asdict(record.params),
             }
     body = json.dumps(found).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def _declared(slug: str) -> ModelSpec:
+    return next(spec for spec in declared_models() if spec.slug == slug)
 
 
 async def relay(scope: dict[str, Any], receive: Any, send: Any) -> None:

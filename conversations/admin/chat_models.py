@@ -30,6 +30,7 @@ class ChatModelForm(forms.ModelForm[ChatModel]):
             "groups",
             "enabled",
             "vision",
+            "tools",
             "position",
             "price_prompt_per_million",
             "price_completion_per_million",

@@ -17,7 +17,7 @@ from conversations import search
 from conversations.admin.filters import AnyMessageStatusFilter, EngineFilter
 from conversations.admin.messages import MessageInline
 from conversations.admin.review import TEXT_HIDDEN, StaffReadingAdmin, can_read_text
-from conversations.api import exports
+from conversations.api import exports, transcripts
 from conversations.models import Conversation, ConversationQuerySet
 from conversations.services import audit, branches
 
@@ -159,7 +159,7 @@ class ConversationAdmin(StaffReadingAdmin):
             "opts": self.opts,
             "title": f"Transcript: {conversation}",
             "conversation": conversation,
-            "entries": [(m, exports.stop_note(m)) for m in messages],
+            "entries": [(m, transcripts.stop_note(m)) for m in messages],
             "formats": list(exports.FORMATS) if readable else [],
             "text_hidden": "" if readable else TEXT_HIDDEN,
         }

@@ -6,7 +6,6 @@ import json
 from collections.abc import Generator, Iterable
 from contextlib import closing
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -30,9 +29,8 @@ from django.utils.text import slugify
 from rest_framework.utils.encoders import JSONEncoder
 
 from conversations.api.serializers import ConversationDetailSerializer
+from conversations.api.transcripts import to_markdown, to_text
 from conversations.models import Attachment, Conversation, Message
-from conversations.services import branches
-from conversations.services.text import size_in_words
 
 
 @dataclass(frozen=True)
@@ -72,94 +70,12 @@ def with_messages(conversations: Conversations) -> Conversations:
     return conversations.select_related("owner").prefetch_related(messages_in_order())
 
 
-def shown_branch(conversation: Conversation) -> list[Message]:
-    """The branch the owner sees (from the prefetched messages), each with its version: the
-    Markdown and text transcripts; the JSON ones hold every version."""
-    return branches.shown(list(conversation.messages.all()), conversation.current_leaf_id)
-
-
 def conversation_data(conversation: Conversation) -> dict[str, Any]:
     return dict(ConversationDetailSerializer(conversation).data)
 
 
 def to_json(data: Any) -> str:
     return json.dumps(data, cls=JSONEncoder, ensure_ascii=False, indent=2) + "\n"
-
-
-def stop_note(message: Message) -> str:
-    """Why a reply did not finish normally, in words; empty for a complete or user message."""
-    if message.status == Message.Status.CANCELLED:
-        who = (
-            "after everyone left"
-            if message.cancelled_by == "disconnect"
-            else f"by {message.cancelled_by or 'someone'}"
-        )
-        tokens = message.completion_tokens or 0
-        note = f"Stopped {who} after {tokens} token{'s' if tokens != 1 else ''}"
-        if message.cancel_latency_ms is not None:
-            note += f" (engine confirmed in {message.cancel_latency_ms:.0f} ms)"
-        return note + "."
-    if message.status == Message.Status.ERROR:
-        return f"Failed: {message.error or 'the engine failed.'}"
-    if message.status == Message.Status.INTERRUPTED:
-        return "Interrupted: the server stopped while writing this reply."
-    if message.is_active:
-        return "Still being written when exported."
-    return ""
-
-
-def attachment_notes(message: Message) -> list[str]:
-    """Each file the message was sent with, in a few words (from the prefetched attachments):
-    its name, kind and size (the text is in the JSON export, the files in the zip)."""
-    return [
-        f"{attachment.name} ({attachment.get_kind_display()}, {size_in_words(attachment.size)})"
-        for attachment in message.attachments.all()
-    ]
-
-
-def _when(value: datetime | None) -> str:
-    return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
-
-
-def to_markdown(conversation: Conversation) -> str:
-    lines = [
-        f"# {conversation}",
-        "",
-        f"- Conversation: `{conversation.pk}`",
-        f"- Owner: {conversation.owner.get_username()}",
-        f"- Created: {_when(conversation.created_at)}",
-        f"- Last activity: {_when(conversation.updated_at)}",
-    ]
-    for message in shown_branch(conversation):
-        model = f"{message.model_slug}: " if message.model_slug else ""
-        source = f" · {model}{message.engine}/{message.model}" if message.engine else ""
-        version = (
-            f" · version {message.version.index} of {message.version.count}"
-            if message.version.count > 1
-            else ""
-        )
-        heading = f"## {message.get_role_display()} · {_when(message.created_at)}{source}{version}"
-        lines += ["", heading, ""]
-        lines.append(message.content or "_(no text)_")
-        if attached := attachment_notes(message):
-            lines += ["", *(f"- Attached: {note}" for note in attached)]
-        if note := stop_note(message):
-            lines += ["", f"> **{message.get_status_display()}:** {note}"]
-    return "\n".join(lines) + "\n"
-
-
-def to_text(conversation: Conversation) -> str:
-    lines = [
-        str(conversation),
-        f"Conversation {conversation.pk}, owner {conversation.owner.get_username()}, "
-        f"created {_when(conversation.created_at)}",
-    ]
-    for message in shown_branch(conversation):
-        lines += ["", f"[{message.role}] {_when(message.created_at)}", message.content]
-        lines += [f"[attached: {note}]" for note in attachment_notes(message)]
-        if note := stop_note(message):
-            lines.append(f"[{note}]")
-    return "\n".join(lines) + "\n"
 
 
 def render(conversations: Iterable[Conversation], fmt: str, *, many: bool) -> str:

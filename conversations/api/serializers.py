@@ -71,6 +71,8 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "version",
             "is_current",
             "attachments",
+            "tool_calls",
+            "tool_call_id",
         ]
         read_only_fields = fields
 

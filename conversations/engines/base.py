@@ -44,12 +44,13 @@ class FinishReason(StrEnum):
 
     STOP = "stop"  # the model ended its reply
     LENGTH = "length"  # the reply reached max_tokens
+    TOOL_CALLS = "tool_calls"  # the model asked for tools to be called (StreamResult.tool_calls)
     ABORT = "abort"  # stop() ended it
 
     @property
     def is_natural(self) -> bool:
         """The model finished by itself: a Stop that arrives now stopped nothing."""
-        return self in (FinishReason.STOP, FinishReason.LENGTH)
+        return self in (FinishReason.STOP, FinishReason.LENGTH, FinishReason.TOOL_CALLS)
 
     @classmethod
     def parse(cls, value: object) -> FinishReason | None:
@@ -61,12 +62,38 @@ class FinishReason(StrEnum):
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """A function the model asks the caller to run: its call id, the tool's name and the
+    arguments as the model wrote them (JSON text, which the model may get wrong: passed on as
+    written, for the caller to judge, as OpenAI's API does)."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def openai(self) -> dict[str, Any]:
+        """The call in OpenAI's shape (an assistant message's `tool_calls` item)."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+    @classmethod
+    def from_openai(cls, item: dict[str, Any]) -> ToolCall:
+        function = item["function"]
+        return cls(str(item["id"]), str(function["name"]), str(function["arguments"]))
+
+
+@dataclass(frozen=True)
 class ChatMessage:
-    role: str  # "system", "user" or "assistant"
+    role: str  # "system", "user", "assistant" or "tool"
     content: str
     # Images attached to a user message, as data: URLs, for a model with `vision` (the text of
     # other attachments is in `content`).
     images: tuple[str, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()  # an assistant message's calls
+    tool_call_id: str = ""  # a tool message: the call it answers
 
     def openai_content(self) -> str | list[dict[str, Any]]:
         """The content as OpenAI's chat API takes it: the text, or with images, a text part
@@ -76,6 +103,16 @@ class ChatMessage:
         parts: list[dict[str, Any]] = [{"type": "text", "text": self.content}]
         parts += [{"type": "image_url", "image_url": {"url": url}} for url in self.images]
         return parts
+
+    def openai_message(self) -> dict[str, Any]:
+        """The whole message as OpenAI's chat API takes it, tool calls and results included."""
+        message: dict[str, Any] = {"role": self.role, "content": self.openai_content()}
+        if self.tool_calls:
+            message["tool_calls"] = [call.openai() for call in self.tool_calls]
+            message["content"] = self.content or None
+        if self.role == "tool":
+            message["tool_call_id"] = self.tool_call_id
+        return message
 
 
 @dataclass(frozen=True)
@@ -89,6 +126,11 @@ class SamplingParams:
     top_p: float | None = None
     stop: tuple[str, ...] = ()  # the reply ends before the first of these (finish reason "stop")
     seed: int | None = None
+    # The functions the model may call, in OpenAI's shape (`{"type": "function", "function":
+    # {...}}`), and which it must ("auto", "none", "required" or one named); only for an engine
+    # of a model with `tools` (specs.ModelSpec.tools).
+    tools: tuple[dict[str, Any], ...] = ()
+    tool_choice: str | dict[str, Any] | None = None
 
     def extras(self) -> dict[str, Any]:
         """top_p, stop and seed as keyword arguments, only those that are set: an engine's own
@@ -121,6 +163,7 @@ class StreamResult:
     prompt_tokens: int | None = None
     completion_tokens: int = 0
     finish_reason: FinishReason | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)  # finish reason "tool_calls"
     # When the engine confirmed it stopped working because of stop(); None if it never was stopped.
     stopped_at: datetime | None = None
 

@@ -32,6 +32,7 @@ def spec_of(row: ChatModel) -> ModelSpec:
         max_temperature=row.max_temperature,
         max_tokens_limit=row.max_tokens_limit,
         vision=row.vision,
+        tools=row.tools,
         groups=tuple(group.name for group in row.groups.all()) if row.pk else (),
         enabled=row.enabled,
         declared=False,

@@ -98,9 +98,7 @@ class OpenAIStream(EngineStream):
             model = await engine.resolve_model(client)
             body = {
                 "model": model,
-                "messages": [
-                    {"role": m.role, "content": m.openai_content()} for m in self.messages
-                ],
+                "messages": [message.openai_message() for message in self.messages],
                 "max_tokens": self.params.max_tokens,
                 "temperature": self.params.temperature,
                 **self.params.extras(),  # top_p, stop, seed: OpenAI's own names for them
@@ -108,6 +106,10 @@ class OpenAIStream(EngineStream):
                 # Servers that know it (vLLM, OpenAI) end with a chunk carrying token counts.
                 "stream_options": {"include_usage": True},
             }
+            if self.params.tools:
+                body["tools"] = list(self.params.tools)
+                if self.params.tool_choice is not None:
+                    body["tool_choice"] = self.params.tool_choice
             if self.params.continue_final:
                 # vLLM's names for "write on from the last (assistant) message"; llama.cpp's
                 # server does so by itself when the last message is the assistant's.

@@ -15,18 +15,26 @@ from typing import Any
 
 import httpx
 
-from conversations.engines.base import EngineError, FinishReason, StreamResult, token_count
+from conversations.engines.base import (
+    EngineError,
+    FinishReason,
+    StreamResult,
+    ToolCall,
+    token_count,
+)
 
 
 class ChatEvents:
     """Reads one streamed chat completion: its text goes to `put`, then None at [DONE]; its token
-    counts and finish reason go into `result`."""
+    counts, finish reason and tool calls go into `result`. A tool call comes in pieces (its id
+    and name first, then its arguments a few characters a chunk), joined by the call's index."""
 
     def __init__(self, result: StreamResult, put: Callable[[str | None], None]) -> None:
         self.result = result
         self._put = put
         self.complete = False  # the server sent [DONE]
         self._saw_usage = False
+        self._calls: dict[int, dict[str, str]] = {}  # index: id, name, arguments so far
 
     async def read(self, lines: AsyncIterator[str]) -> None:
         """Take every event of the body; after [DONE] the rest is read and ignored."""
@@ -36,6 +44,10 @@ class ChatEvents:
             data = line[5:].strip()
             if data == "[DONE]":
                 self.complete = True
+                self.result.tool_calls = [
+                    ToolCall(call["id"], call["name"], call["arguments"])
+                    for _, call in sorted(self._calls.items())
+                ]
                 self._put(None)
                 continue
             try:
@@ -58,6 +70,7 @@ class ChatEvents:
             )
         self._take_usage(chunk.get("usage"))
         for choice in chunk.get("choices") or ():
+            self._take_tool_calls((choice.get("delta") or {}).get("tool_calls"))
             text = (choice.get("delta") or {}).get("content")
             if text is not None and not isinstance(text, str):
                 # Refused, not skipped: a reply with a part left out is not the model's reply.
@@ -71,6 +84,19 @@ class ChatEvents:
                 self._put(text)
             if choice.get("finish_reason"):
                 self.result.finish_reason = FinishReason.parse(choice["finish_reason"])
+
+    def _take_tool_calls(self, pieces: object) -> None:
+        if not pieces:
+            return
+        for piece in pieces:  # type: ignore[attr-defined]  # not a list: TypeError, refused
+            call = self._calls.setdefault(
+                int(piece.get("index", len(self._calls))),
+                {"id": "", "name": "", "arguments": ""},
+            )
+            function = piece.get("function") or {}
+            call["id"] = str(piece.get("id") or call["id"])
+            call["name"] += str(function.get("name") or "")
+            call["arguments"] += str(function.get("arguments") or "")
 
     def _take_usage(self, usage: object) -> None:
         """The server's token counts. One that is not a count (negative, text, past what a row

@@ -4,12 +4,17 @@ It emits CHAT_SCRIPTED_TOKENS tokens, one every CHAT_SCRIPTED_DELAY_MS, and reco
 request when it was told to stop and how many tokens it produced after that, so tests can check
 that Stop really reached the engine. Stop sequences end a reply as a server's do; top_p and seed
 are recorded with the request (its reply is the same whatever they are).
+
+Given tools (a model with `tools`), it calls one as a tool-calling model does: asked a question,
+it answers with a call of the tool `tool_choice` names (else the first) whose arguments hold
+the question; given the tool's result, it answers with the result's words.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
@@ -23,6 +28,7 @@ from conversations.engines.base import (
     EngineStream,
     FinishReason,
     SamplingParams,
+    ToolCall,
     estimate_tokens,
 )
 from conversations.engines.specs import ModelSpec
@@ -74,7 +80,13 @@ class ScriptedStream(EngineStream):
             fail_on = self.engine.fail_on
             if fail_on and any(fail_on in m.content for m in self.record.messages):
                 raise EngineError("The scripted engine failed on purpose.")
-            script = self._echoed() if self.engine.echo else None
+            if (call := self._tool_call()) is not None:
+                self.record.emitted += 1
+                self.result.completion_tokens += 1
+                self.result.tool_calls = [call]
+                self.result.finish_reason = FinishReason.TOOL_CALLS
+                return
+            script = self._echoed() if self.engine.echo or self._answers_a_tool() else None
             total = min(self.engine.tokens if script is None else len(script), self._max_tokens)
             for index in range(total):
                 if self.engine.fail_after is not None and index == self.engine.fail_after:
@@ -104,9 +116,27 @@ class ScriptedStream(EngineStream):
         finally:
             self.record.finished = True
 
+    def _tool_call(self) -> ToolCall | None:
+        """The call a tool-calling model makes of a question, if it is given tools to use."""
+        params, last = self.record.params, self.record.messages[-1:]
+        if not params.tools or params.tool_choice == "none" or not last:
+            return None
+        if last[0].role != "user":
+            return None
+        named = params.tool_choice if isinstance(params.tool_choice, dict) else None
+        name = (named or params.tools[0])["function"]["name"]
+        arguments = json.dumps({"query": last[0].content})
+        return ToolCall(f"call_{self.record.request_id[:24]}", name, arguments)
+
+    def _answers_a_tool(self) -> bool:
+        return bool(self.record.messages) and self.record.messages[-1].role == "tool"
+
     def _echoed(self) -> list[str]:
         """An echoing engine's reply: the last user message's words, and its images counted,
-        so that a test served by another process reads what the prompt held."""
+        so that a test served by another process reads what the prompt held; after a tool's
+        result, that result's words."""
+        if self._answers_a_tool():
+            return [f"{word} " for word in self.record.messages[-1].content.split()]
         asked = next((m for m in reversed(self.record.messages) if m.role == "user"), None)
         if asked is None:
             return []

@@ -56,6 +56,7 @@ class ModelSpec:
     groups: tuple[str, ...] = ()  # group names that may use it; empty: everyone signed in
     enabled: bool = True
     vision: bool = False  # it reads images: attached images go to it as image parts
+    tools: bool = False  # it calls tools: an API call's `tools` are passed on to it
     declared: bool = True  # from the environment (False: an admin row)
 
     @property
@@ -110,11 +111,16 @@ _FIELDS: dict[str, tuple[type, ...]] = {
     "groups": (list,),
     "enabled": (bool,),
     "vision": (bool,),
+    "tools": (bool,),
 }
 # The backends that hand images to their engine: an OpenAI-compatible server (vLLM's among them)
 # takes them as image content parts; the scripted engine keeps them for tests to read. The
 # in-process vllm and llamacpp backends render text prompts only.
 IMAGE_BACKENDS = frozenset({"openai", "scripted"})
+# The backends that pass tools on and read the calls back: an OpenAI-compatible server (vLLM's
+# with its tool parser, llama.cpp's with its chat template) parses the model's calls itself; the
+# scripted engine makes calls for tests. The in-process backends have no tool parser here.
+TOOL_BACKENDS = frozenset({"openai", "scripted"})
 
 
 def spec_problems(spec: ModelSpec) -> list[str]:
@@ -131,6 +137,10 @@ def spec_problems(spec: ModelSpec) -> list[str]:
     if spec.vision and spec.backend not in IMAGE_BACKENDS:
         problems.append(
             f"vision needs a backend that passes images on ({', '.join(sorted(IMAGE_BACKENDS))})"
+        )
+    if spec.tools and spec.backend not in TOOL_BACKENDS:
+        problems.append(
+            f"tools needs a backend that passes tools on ({', '.join(sorted(TOOL_BACKENDS))})"
         )
     if len(spec.system_prompt) > MAX_SYSTEM_PROMPT_CHARS:
         problems.append(f"system_prompt is limited to {MAX_SYSTEM_PROMPT_CHARS} characters")

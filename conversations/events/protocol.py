@@ -66,6 +66,10 @@ class MessagePayload(TypedDict):
     version: list[int | None] | None
     is_current: bool | None
     attachments: list[AttachmentPayload]
+    # An assistant message's calls of an API caller's tools (OpenAI's shape), and a tool
+    # message's call it answers (see Message.tool_calls).
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str
 
 
 def attachment_payload(attachment: Attachment) -> AttachmentPayload:
@@ -107,6 +111,8 @@ def message_payload(message: Message) -> MessagePayload:
         version=message.version.as_list() if message.version is not None else None,
         is_current=message.is_current,
         attachments=[attachment_payload(a) for a in message.shown_attachments or ()],
+        tool_calls=list(message.tool_calls or ()),
+        tool_call_id=message.tool_call_id,
     )
 
 

@@ -46,6 +46,7 @@ from conversations.gateway.files import ReadFile, ReadFiles
 from conversations.gateway.wire import ChatCall
 from conversations.generation import replies, rows
 from conversations.generation.background import spawn
+from conversations.generation.placement import shown_leaf
 from conversations.generation.plans import ReplyPlan
 from conversations.generation.running import RunningReply
 from conversations.models import Attachment, Conversation, Message
@@ -116,7 +117,7 @@ def call_save(
                 model_slug=model.slug,
                 system_prompt=call.system_prompt,
             )
-            saved = _save_history(conversation, call.history)
+            saved = _save_line(conversation, call.history, parent_id=None)
             for message, attached in zip(saved, files.history, strict=False):
                 _kept(conversation, attached, stored, message=message)
             return _send(conversation, call, model, _kept(conversation, files.turn, stored))
@@ -163,10 +164,18 @@ def _send(
     model: ModelSpec,
     attachment_ids: tuple[uuid.UUID, ...],
 ) -> ReplyPlan:
+    """The call's new turn and its pending reply: a user message, or the tool results that
+    answer the conversation's last tool calls (saved on its branch shown; the reply answers
+    them)."""
+    turn = replies.Turn(content=call.content)
+    if call.tool_results:
+        shown = Conversation.objects.only("current_leaf").get(pk=conversation.pk)
+        _save_line(conversation, call.tool_results, parent_id=shown_leaf(shown))
+        turn = replies.Turn(kind="answer")
     return replies.reply_create(
         replies.Send(
             conversation=conversation,
-            turn=replies.Turn(content=call.content),
+            turn=turn,
             model_slug=model.slug,
             attachment_ids=attachment_ids,
             call=replies.CallSettings(
@@ -176,6 +185,8 @@ def _send(
                 top_p=call.top_p,
                 stop=call.stop,
                 seed=call.seed,
+                tools=call.tools,
+                tool_choice=call.tool_choice,
                 # An API client calling in bulk would double the engine's work with titles.
                 title_by_model=False,
             ),
@@ -183,18 +194,27 @@ def _send(
     )
 
 
-def _save_history(conversation: Conversation, history: tuple[ChatMessage, ...]) -> list[Message]:
-    """The request's earlier messages as one line of the conversation's tree; the send goes on
-    from its last message."""
-    if not history:
+def _save_line(
+    conversation: Conversation, messages: tuple[ChatMessage, ...], *, parent_id: int | None
+) -> list[Message]:
+    """The request's messages as one line of the conversation's tree under `parent_id`, shown:
+    the send goes on from the last."""
+    if not messages:
         return []
     saved = Message.objects.bulk_create(
-        Message(conversation=conversation, role=message.role, content=message.content)
-        for message in history
+        Message(
+            conversation=conversation,
+            role=message.role,
+            content=message.content,
+            tool_calls=[call.openai() for call in message.tool_calls],
+            tool_call_id=message.tool_call_id,
+        )
+        for message in messages
     )
+    saved[0].parent_id = parent_id
     for parent, child in itertools.pairwise(saved):
         child.parent = parent
-    Message.objects.bulk_update(saved[1:], ["parent"])
+    Message.objects.bulk_update(saved, ["parent"])
     Conversation.objects.filter(pk=conversation.pk).update(current_leaf=saved[-1])
     return saved
 

@@ -17,6 +17,29 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "nullable": True}
 
 
+_TOOL_CALL: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "type": {"type": "string", "enum": ["function"]},
+        "function": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+                "arguments": {"type": "string", "description": "JSON, as the model wrote it."},
+            },
+            "required": ["name", "arguments"],
+        },
+    },
+    "required": ["id", "type", "function"],
+}
+_FINISH_REASONS = ["stop", "length", "tool_calls"]
+_OWN_REASON = {
+    "type": "string",
+    "enum": ["cancelled"],
+    "description": "chatsite's own: the reply was stopped (a Stop in the chat page); its "
+    "finish_reason is then stop.",
+}
 _TEXT_PART = {
     "type": "object",
     "properties": {"type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"}},
@@ -27,21 +50,34 @@ COMPONENTS: dict[str, Any] = {
     "GatewayMessage": {
         "type": "object",
         "properties": {
-            "role": {"type": "string", "enum": ["system", "developer", "user", "assistant"]},
+            "role": {
+                "type": "string",
+                "enum": ["system", "developer", "user", "assistant", "tool"],
+            },
             "content": _nullable(
                 {
                     "oneOf": [{"type": "string"}, {"type": "array", "items": _TEXT_PART}],
                     "description": "Text, or text parts (joined); null only for an assistant.",
                 }
             ),
+            "tool_calls": {
+                "type": "array",
+                "items": _TOOL_CALL,
+                "description": "An assistant message's calls of the tools.",
+            },
+            "tool_call_id": {
+                "type": "string",
+                "description": "A tool message: the call whose result it is.",
+            },
         },
         "required": ["role", "content"],
     },
     "GatewayChatCompletionRequest": {
         "type": "object",
         "description": "OpenAI's Chat Completions request. The last message must be the "
-        "user's: the reply answers it. Unsupported parameters (n other than 1, tools, "
-        "logprobs, penalties, logit_bias, non-text formats) are refused with a 400 naming them.",
+        "user's, or tool messages answering the tool calls before them: the reply answers it. "
+        "Unsupported parameters (n other than 1, logprobs, penalties, logit_bias, non-text "
+        "formats) are refused with a 400 naming them.",
         "properties": {
             "model": {"type": "string", "description": "A slug from GET /v1/models."},
             "messages": {
@@ -88,6 +124,51 @@ COMPONENTS: dict[str, Any] = {
             ),
             "seed": _nullable({"type": "integer"}),
             "n": _nullable({"type": "integer", "enum": [1]}),
+            "tools": _nullable(
+                {
+                    "type": "array",
+                    "maxItems": 128,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "type": {"type": "string", "enum": ["function"]},
+                            "function": {
+                                "type": "object",
+                                "properties": {
+                                    "name": {"type": "string"},
+                                    "description": {"type": "string"},
+                                    "parameters": {"type": "object"},
+                                    "strict": {"type": "boolean"},
+                                },
+                                "required": ["name"],
+                            },
+                        },
+                        "required": ["type", "function"],
+                    },
+                    "description": "Passed on to a model with tools; another answers in text.",
+                }
+            ),
+            "tool_choice": _nullable(
+                {
+                    "oneOf": [
+                        {"type": "string", "enum": ["none", "auto", "required"]},
+                        {
+                            "type": "object",
+                            "properties": {
+                                "type": {"type": "string", "enum": ["function"]},
+                                "function": {
+                                    "type": "object",
+                                    "properties": {"name": {"type": "string"}},
+                                    "required": ["name"],
+                                },
+                            },
+                            "required": ["type", "function"],
+                        },
+                    ],
+                    "description": "required or a named function: refused (400) for a model "
+                    "without tools.",
+                }
+            ),
         },
         "required": ["model", "messages"],
     },
@@ -117,17 +198,17 @@ COMPONENTS: dict[str, Any] = {
                             "type": "object",
                             "properties": {
                                 "role": {"type": "string", "enum": ["assistant"]},
-                                "content": {"type": "string"},
+                                "content": _nullable(
+                                    {"type": "string", "description": "null: tool calls only."}
+                                ),
                                 "refusal": _nullable({"type": "string"}),
+                                "tool_calls": {"type": "array", "items": _TOOL_CALL},
                             },
                             "required": ["role", "content"],
                         },
                         "logprobs": _nullable({"type": "object"}),
-                        "finish_reason": {
-                            "type": "string",
-                            "enum": ["stop", "length", "abort"],
-                            "description": "abort: stopped (a Stop in the chat page).",
-                        },
+                        "finish_reason": {"type": "string", "enum": _FINISH_REASONS},
+                        "chatsite_finish_reason": _OWN_REASON,
                     },
                     "required": ["index", "message", "finish_reason"],
                 },
@@ -155,12 +236,22 @@ COMPONENTS: dict[str, Any] = {
                             "properties": {
                                 "role": {"type": "string", "enum": ["assistant"]},
                                 "content": {"type": "string"},
+                                "tool_calls": {
+                                    "type": "array",
+                                    "items": {
+                                        **_TOOL_CALL,
+                                        "properties": {
+                                            **_TOOL_CALL["properties"],
+                                            "index": {"type": "integer"},
+                                        },
+                                    },
+                                    "description": "Each call whole, in one chunk before the last.",
+                                },
                             },
                         },
                         "logprobs": _nullable({"type": "object"}),
-                        "finish_reason": _nullable(
-                            {"type": "string", "enum": ["stop", "length", "abort"]}
-                        ),
+                        "finish_reason": _nullable({"type": "string", "enum": _FINISH_REASONS}),
+                        "chatsite_finish_reason": _OWN_REASON,
                     },
                     "required": ["index", "delta"],
                 },

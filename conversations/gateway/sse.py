@@ -7,8 +7,11 @@ finish reason, with `stream_options.include_usage` a chunk with no choices and t
 OpenAI-compatible servers send one, and the stream ends there without `[DONE]`: a client that
 does not look for errors cannot take it for a whole reply.
 
-Finish reasons are the reply's own: "stop" or "length" when the model ended it, "abort" when
-someone stopped it (a Stop in the chat page; vLLM's word for it).
+Finish reasons are OpenAI's: "stop" or "length" when the model ended the reply, "tool_calls" when
+it called tools (their calls come in one chunk before the last, whole), and "stop" too when
+someone stopped it (a Stop in the chat page): OpenAI has no word for that, and clients raise on
+one they do not know, so chatsite's own ("cancelled") is in `chatsite_finish_reason`, an extra
+field of the choice that clients ignore.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from typing import Any
 from conversations.events.protocol import MessagePayload
 
 DONE = b"data: [DONE]\n\n"
-ABORTED = "abort"
+OWN_REASON = "chatsite_finish_reason"  # a choice's extra field: why a stopped reply ended
+CANCELLED = "cancelled"
 
 
 def event(data: Mapping[str, Any]) -> bytes:
@@ -38,11 +42,19 @@ def usage(saved: MessagePayload) -> dict[str, int]:
     }
 
 
-def finish_reason(saved: MessagePayload) -> str:
-    """The engine's reason ("stop", "length", "abort"), or the status's when it gave none."""
-    if saved["finish_reason"]:
-        return saved["finish_reason"]
-    return ABORTED if saved["status"] == "cancelled" else "stop"
+def finish_reason(saved: MessagePayload) -> dict[str, str]:
+    """The choice's finish_reason, OpenAI's word for how the reply ended, and for a stopped
+    reply chatsite's own beside it."""
+    if saved["status"] == "cancelled":
+        return {"finish_reason": "stop", OWN_REASON: CANCELLED}
+    if saved["tool_calls"]:
+        return {"finish_reason": "tool_calls"}
+    return {"finish_reason": "length" if saved["finish_reason"] == "length" else "stop"}
+
+
+def tool_call_deltas(saved: MessagePayload) -> list[dict[str, Any]]:
+    """The reply's tool calls as a streamed delta carries them, each whole, with its index."""
+    return [{"index": index, **call} for index, call in enumerate(saved["tool_calls"])]
 
 
 @dataclass(frozen=True)
@@ -61,9 +73,11 @@ class Completion:
     def _head(self, kind: str) -> dict[str, Any]:
         return {"id": self.id, "object": kind, "created": self.created, "model": self.model}
 
-    def chunk(self, delta: dict[str, str], finish: str | None = None) -> bytes:
+    def chunk(self, delta: dict[str, Any], finish: dict[str, str] | None = None) -> bytes:
+        """`finish`: finish_reason's fields (see finish_reason), for the last chunk only."""
         body = self._head("chat.completion.chunk")
-        body["choices"] = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}
+        body["choices"] = [{**choice, **(finish or {})}]
         if self.include_usage:
             body["usage"] = None  # every chunk but the usage chunk says so, as OpenAI's do
         return event(body)
@@ -73,11 +87,13 @@ class Completion:
 
     def whole(self, saved: MessagePayload) -> dict[str, Any]:
         """The non-streamed answer: the saved reply and its usage."""
-        message = {"role": "assistant", "content": saved["content"], "refusal": None}
-        choice = {
-            "index": 0,
-            "message": message,
-            "logprobs": None,
-            "finish_reason": finish_reason(saved),
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": saved["content"],
+            "refusal": None,
         }
+        if saved["tool_calls"]:
+            message["tool_calls"] = saved["tool_calls"]
+            message["content"] = saved["content"] or None  # as OpenAI's: no text, null
+        choice = {"index": 0, "message": message, "logprobs": None, **finish_reason(saved)}
         return {**self._head("chat.completion"), "choices": [choice], "usage": usage(saved)}

@@ -18,6 +18,7 @@ with it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import time
@@ -31,7 +32,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from conversations.engines import catalogue, specs
 from conversations.events.protocol import MessagePayload
-from conversations.gateway import auth, sse
+from conversations.gateway import auth, sse, tools
 from conversations.gateway.calls import CallReply, call_start
 from conversations.gateway.errors import (
     RETRY_ENGINE_S,
@@ -111,6 +112,8 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
             code="recording_off",
         )
     model = await _model(owner, call.model)
+    offered, choice = tools.for_model(call.tools, call.tool_choice, model)
+    call = dataclasses.replace(call, tools=offered, tool_choice=choice)
     reply = await call_start(
         owner=owner,
         call=call,
@@ -157,6 +160,8 @@ async def _events(
         except GatewayError as failure:
             yield sse.event(failure.body())
             return
+        if saved["tool_calls"]:
+            yield completion.chunk({"tool_calls": sse.tool_call_deltas(saved)})
         yield completion.chunk({}, finish=sse.finish_reason(saved))
         if completion.include_usage:
             yield completion.usage_chunk(saved)
@@ -195,7 +200,7 @@ def _succeeded(reply: CallReply) -> MessagePayload:
             code="interrupted",
             headers=retry,
         )
-    return saved  # complete, or stopped (finish reason "abort")
+    return saved  # complete, or stopped (see sse.finish_reason)
 
 
 async def _model(owner: User, slug: str) -> specs.ModelSpec:

@@ -1,13 +1,15 @@
 """A /v1/chat/completions request body, checked into a ChatCall, or refused naming the field.
 
 The body is OpenAI's Chat Completions request. What chatsite cannot honour is refused with a 400
-that names the parameter (code `unsupported_parameter`), never ignored: n other than 1, tools,
+that names the parameter (code `unsupported_parameter`), never ignored: n other than 1,
 logprobs, a JSON response format, penalties, logit_bias, audio, predicted outputs,
 reasoning_effort, verbosity, web_search_options. A user message's `file` and `image_url` parts
-are the call's attachments (gateway.parts, gateway.files). Fields that change nothing in the
-reply (`user`, `metadata`, `store`, `service_tier`, `parallel_tool_calls`, `stream_options`'s
-`include_obfuscation`, ...) are accepted and ignored, as OpenAI-compatible servers do; the list
-is in docs/gateway.md.
+are the call's attachments (gateway.parts, gateway.files); tools, tool calls and their results
+are read in gateway.tools. The new turn is the last message, the user's, or the tool messages
+that end the list, answering the tool calls of the assistant message before them. Fields that
+change nothing in the reply (`user`, `metadata`, `store`, `service_tier`, `parallel_tool_calls`,
+`stream_options`'s `include_obfuscation`, ...) are accepted and ignored, as OpenAI-compatible
+servers do; the list is in docs/gateway.md.
 """
 
 from __future__ import annotations
@@ -27,12 +29,19 @@ from conversations.gateway.errors import (
     MISSING_FIELD,
     TOO_LONG,
     TOO_MANY,
-    UNSUPPORTED_CONTENT,
     UNSUPPORTED_PARAMETER,
     GatewayError,
     bad_request,
 )
 from conversations.gateway.parts import CallFile, content_of
+from conversations.gateway.tools import (
+    ToolChoice,
+    Tools,
+    check_results,
+    tool_call_id_of,
+    tool_calls_of,
+    tools_of,
+)
 from conversations.services.text import storable
 
 MAX_MESSAGES = 1000
@@ -42,7 +51,7 @@ MAX_MODEL_CHARS = 200
 _INT_RANGE = (-(2**63), 2**63 - 1)
 # The roles a message may have; "developer" is OpenAI's newer name for a system message.
 _SYSTEM_ROLES = {"system", "developer"}
-_ROLES = {*_SYSTEM_ROLES, "user", "assistant"}
+_ROLES = {*_SYSTEM_ROLES, "user", "assistant", "tool"}
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,12 @@ class ChatCall:
     # The files of the new turn, and of each message of the history (aligned with it).
     files: tuple[CallFile, ...] = ()
     history_files: tuple[tuple[CallFile, ...], ...] = ()
+    # The functions the model may call, and whether it must (see gateway.tools).
+    tools: Tools = ()
+    tool_choice: ToolChoice = None
+    # A turn of tool results instead of a user message (`content` is then empty): the tool
+    # messages that answer the last assistant message's calls.
+    tool_results: tuple[ChatMessage, ...] = ()
 
     @property
     def first_question(self) -> str:
@@ -79,6 +94,7 @@ def parse_chat_call(body: bytes) -> ChatCall:
     if not isinstance(data, dict):
         raise bad_request("The body must be a JSON object.", code="invalid_json")
     _refuse_unsupported(data)
+    offered, tool_choice = tools_of(data)
     model = data.get("model")
     if not isinstance(model, str) or not model.strip():
         raise bad_request(
@@ -86,7 +102,7 @@ def parse_chat_call(body: bytes) -> ChatCall:
         )
     if len(model) > MAX_MODEL_CHARS:
         raise bad_request(f"model is limited to {MAX_MODEL_CHARS} characters.", "model", TOO_LONG)
-    system, history, content, files = _messages(data.get("messages"))
+    system, history, content, files, results = _messages(data.get("messages"))
     stream = _optional_bool(data, "stream") or False
     options = data.get("stream_options")
     if options is not None and not stream:
@@ -114,6 +130,9 @@ def parse_chat_call(body: bytes) -> ChatCall:
         top_p=_optional_number(data, "top_p", 0.0, 1.0),
         stop=_stop(data.get("stop")),
         seed=_optional_int(data.get("seed"), "seed", *_INT_RANGE),
+        tools=offered,
+        tool_choice=tool_choice,
+        tool_results=results,
     )
 
 
@@ -131,12 +150,14 @@ def parse_conversation_header(value: str | None) -> uuid.UUID | None:
         ) from None
 
 
+_History = tuple[tuple[ChatMessage, tuple[CallFile, ...]], ...]
+
+
 def _messages(
     raw: object,
-) -> tuple[
-    str | None, tuple[tuple[ChatMessage, tuple[CallFile, ...]], ...], str, tuple[CallFile, ...]
-]:
-    """The system prompt, the history (each message with its files), the new turn and its files."""
+) -> tuple[str | None, _History, str, tuple[CallFile, ...], tuple[ChatMessage, ...]]:
+    """The system prompt, the history (each message with its files), the new turn's text and
+    files, or instead the tool results that are the new turn."""
     if raw is None:
         raise bad_request(
             "messages is required: the conversation so far.", "messages", MISSING_FIELD
@@ -149,42 +170,31 @@ def _messages(
     turns: list[tuple[ChatMessage, tuple[CallFile, ...]]] = []
     for index, item in enumerate(raw):
         where = f"messages[{index}]"
-        if not isinstance(item, dict):
-            raise bad_request(f"{where} must be an object.", where, INVALID_VALUE)
-        role = item.get("role")
-        # Tested as text first: a list or an object cannot be looked up in a set.
-        if not isinstance(role, str) or role not in _ROLES:
-            raise bad_request(
-                f"{where}.role must be system, developer, user or assistant; tools and "
-                "function calls are not supported.",
-                f"{where}.role",
-                UNSUPPORTED_CONTENT,
-            )
-        if item.get("tool_calls") or item.get("function_call"):
-            raise bad_request(
-                "Tool calls are not supported.", f"{where}.tool_calls", UNSUPPORTED_CONTENT
-            )
-        text, files = content_of(
-            item.get("content"),
-            f"{where}.content",
-            allow_null=role == "assistant",
-            allow_files=role == "user",
+        message, files = _message(item, where)
+        if message.role in _SYSTEM_ROLES:
+            system.append(message.content)
+        else:
+            turns.append((message, files))
+    prompt = "\n\n".join(system) if system else None
+    if prompt is not None and len(prompt) > MAX_SYSTEM_PROMPT_CHARS:
+        raise bad_request(
+            f"The system messages are over {MAX_SYSTEM_PROMPT_CHARS} characters together.",
+            "messages",
+            TOO_LONG,
         )
-        if role in _SYSTEM_ROLES:
-            system.append(text)
-            continue
-        if role == "user" and len(text) > settings.CHAT_MAX_PROMPT_CHARS:
-            raise bad_request(
-                f"{where}.content is over {settings.CHAT_MAX_PROMPT_CHARS} characters, "
-                "the longest message this server takes.",
-                f"{where}.content",
-                TOO_LONG,
-            )
-        turns.append((ChatMessage(role, text), files))
     last = len(raw) - 1
+    if turns and turns[-1][0].role == "tool":
+        messages = [message for message, _ in turns]
+        first_result = len(messages)
+        while first_result > 0 and messages[first_result - 1].role == "tool":
+            first_result -= 1
+        check_results(messages, first_result, f"messages[{last}]")
+        results = tuple(messages[first_result:])
+        return prompt, tuple(turns[:first_result]), "", (), results
     if not turns or raw[last].get("role") != "user":
         raise bad_request(
-            "The last message must be the user's: the reply answers it.",
+            "The last message must be the user's (the reply answers it), or tool messages "
+            "answering the tool calls before them.",
             f"messages[{last}].role",
             INVALID_VALUE,
         )
@@ -194,14 +204,49 @@ def _messages(
         raise bad_request(
             f"messages[{last}].content is empty.", f"messages[{last}].content", INVALID_VALUE
         )
-    prompt = "\n\n".join(system) if system else None
-    if prompt is not None and len(prompt) > MAX_SYSTEM_PROMPT_CHARS:
+    return prompt, tuple(turns[:-1]), content, files, ()
+
+
+def _message(item: object, where: str) -> tuple[ChatMessage, tuple[CallFile, ...]]:
+    """One message of the list, with its files (a user message's only)."""
+    if not isinstance(item, dict):
+        raise bad_request(f"{where} must be an object.", where, INVALID_VALUE)
+    role = item.get("role")
+    # Tested as text first: a list or an object cannot be looked up in a set.
+    if not isinstance(role, str) or role not in _ROLES:
         raise bad_request(
-            f"The system messages are over {MAX_SYSTEM_PROMPT_CHARS} characters together.",
-            "messages",
+            f"{where}.role must be system, developer, user, assistant or tool.",
+            f"{where}.role",
+            INVALID_VALUE,
+        )
+    calls = tool_calls_of(item.get("tool_calls"), f"{where}.tool_calls")
+    if calls and role != "assistant":
+        raise bad_request(
+            "Only an assistant message has tool_calls.", f"{where}.tool_calls", INVALID_VALUE
+        )
+    if item.get("function_call") is not None:
+        raise bad_request(
+            "function_call is OpenAI's deprecated form of tool_calls: send tool_calls.",
+            f"{where}.function_call",
+            UNSUPPORTED_PARAMETER,
+        )
+    text, files = content_of(
+        item.get("content"),
+        f"{where}.content",
+        allow_null=role == "assistant",
+        allow_files=role == "user",
+    )
+    if role in ("user", "tool") and len(text) > settings.CHAT_MAX_PROMPT_CHARS:
+        raise bad_request(
+            f"{where}.content is over {settings.CHAT_MAX_PROMPT_CHARS} characters, "
+            "the longest message this server takes.",
+            f"{where}.content",
             TOO_LONG,
         )
-    return prompt, tuple(turns[:-1]), content, files
+    if role == "tool":
+        call_id = tool_call_id_of(item.get("tool_call_id"), f"{where}.tool_call_id")
+        return ChatMessage("tool", text, tool_call_id=call_id), ()
+    return ChatMessage(role, text, tool_calls=calls), files
 
 
 def _stop(raw: object) -> tuple[str, ...]:
@@ -266,11 +311,6 @@ def _refuse_unsupported(data: dict[str, Any]) -> None:
     n = data.get("n")
     if n is not None and (isinstance(n, bool) or n != 1):
         raise bad_request("Only n=1 is supported: one reply per call.", "n", UNSUPPORTED_PARAMETER)
-    if data.get("tools") or data.get("functions"):
-        name = "tools" if data.get("tools") else "functions"
-        raise bad_request("Tools and function calling are not supported.", name)
-    if data.get("tool_choice") not in (None, "none", "auto"):
-        raise bad_request("Tools and function calling are not supported.", "tool_choice")
     if data.get("logprobs") or data.get("top_logprobs") is not None:
         name = "logprobs" if data.get("logprobs") else "top_logprobs"
         raise bad_request("Log probabilities are not supported.", name, UNSUPPORTED_PARAMETER)

@@ -15,7 +15,8 @@ NO_USER_MESSAGE = -1  # a turn that adds a reply only
 class Turn:
     """What a send asks for: a new message (`send`), another version of the last reply
     (`regenerate`, also Retry after a failure), a new version of one of the user's messages and
-    a reply to it (`edit`), or the last reply carried on from where it was cut off (`continue`).
+    a reply to it (`edit`), the last reply carried on from where it was cut off (`continue`), or
+    a reply to the branch as it stands (`answer`: to the tool results an API caller saved).
     Each starts a reply under the same rules: one at a time per conversation, the same limits."""
 
     kind: str = "send"
@@ -54,6 +55,8 @@ def place(conversation: Conversation, turn: Turn, leaf_id: int | None) -> Place:
     sender can read if it has nothing to work on."""
     if turn.kind == "send":
         return Place(user_parent=leaf_id, after=leaf_id)
+    if turn.kind == "answer":
+        return Place.reply_only(leaf_id)
     if turn.kind == "edit":
         edited = Message.objects.filter(
             pk=turn.message_id or 0, conversation=conversation, role=Message.Role.USER

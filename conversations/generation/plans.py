@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from conversations.engines.base import ChatMessage, Engine, SamplingParams
 from conversations.engines.specs import ModelSpec, ReplySettings
@@ -29,6 +30,8 @@ class ReplyPlan:
     top_p: float | None = None
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    tools: tuple[dict[str, Any], ...] = ()
+    tool_choice: str | dict[str, Any] | None = None
     # False: no title request after a first reply (an API call's conversation keeps the first
     # words of its first message, rather than cost the engine a second request per call).
     title_by_model: bool = True
@@ -49,4 +52,6 @@ class ReplyPlan:
             top_p=self.top_p,
             stop=self.stop,
             seed=self.seed,
+            tools=self.tools,
+            tool_choice=self.tool_choice,
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -33,6 +33,9 @@ class CallSettings:
     top_p: float | None = None
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    # The caller's tools and tool_choice, in OpenAI's shape (see engines.base.SamplingParams).
+    tools: tuple[dict[str, Any], ...] = ()
+    tool_choice: str | dict[str, Any] | None = None
     title_by_model: bool = True  # see ReplyPlan.title_by_model
 
 

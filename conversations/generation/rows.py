@@ -216,6 +216,7 @@ def _final_fields(outcome: Outcome) -> dict[str, Any]:
             prompt_tokens=token_count(result.prompt_tokens),
             completion_tokens=token_count(result.completion_tokens),
             finish_reason=result.finish_reason or "",
+            tool_calls=[call.openai() for call in result.tool_calls],
         )
     if outcome.status == Status.CANCELLED and outcome.stop is not None:
         confirmed = outcome.stop_confirmed_at or timezone.now()

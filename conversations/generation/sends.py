@@ -250,7 +250,10 @@ def plan(*, conversation: Conversation, saved: Saved, call: CallSettings) -> Rep
     not held while the history is read."""
     reply, user_message, resolved = saved.reply, saved.user_message, saved.resolved
     history = prompt.load_history(
-        conversation.id, leaf=reply.parent_id, images=resolved.model.vision
+        conversation.id,
+        leaf=reply.parent_id,
+        images=resolved.model.vision,
+        tools=resolved.model.tools,
     )
     return ReplyPlan(
         conversation_id=conversation.id,
@@ -274,5 +277,7 @@ def plan(*, conversation: Conversation, saved: Saved, call: CallSettings) -> Rep
         top_p=call.top_p,
         stop=call.stop,
         seed=call.seed,
+        tools=call.tools,
+        tool_choice=call.tool_choice,
         title_by_model=call.title_by_model,
     )

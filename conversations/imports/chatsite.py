@@ -162,6 +162,31 @@ def _chars(max_length: int) -> Callable[[Any, str], str]:
     return lambda value, what: _char(value, what, max_length)
 
 
+MAX_TOOL_CALLS = 128  # in one message, as the gateway takes them
+
+
+def _tool_calls(value: Any, what: str) -> list[dict[str, Any]]:
+    """An assistant message's tool calls, in OpenAI's shape, as the export wrote them."""
+    calls = as_list(value, what)
+    if len(calls) > MAX_TOOL_CALLS:
+        raise ConversationRefused(f"{what} has more than {MAX_TOOL_CALLS} tool calls.")
+    checked = []
+    for call in calls:
+        item = as_object(call, what)
+        function = as_object(item.get("function"), what)
+        checked.append(
+            {
+                "id": _chars(100)(item.get("id"), what),
+                "type": "function",
+                "function": {
+                    "name": _chars(64)(function.get("name"), what),
+                    "arguments": text_of(function.get("arguments"), what),
+                },
+            }
+        )
+    return checked
+
+
 _FIELDS: dict[str, Callable[[Any, str], Any]] = {
     "engine": _chars(32),
     "model": _chars(200),
@@ -179,4 +204,6 @@ _FIELDS: dict[str, Callable[[Any, str], Any]] = {
     "cancel_latency_ms": _number,
     "cancelled_by": _chars(150),
     "error": text_of,
+    "tool_call_id": _chars(100),
+    "tool_calls": _tool_calls,
 }

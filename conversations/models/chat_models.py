@@ -38,6 +38,11 @@ class ChatModel(models.Model):
         default=False,
         help_text="It reads images: attached images are sent to it (the openai backend only).",
     )
+    tools = models.BooleanField(
+        default=False,
+        help_text="It calls tools: an API call's tools are passed on to it (the openai backend "
+        "only; its server must parse the model's calls).",
+    )
     # What its tokens cost, for the staff's usage page; empty: not priced.
     price_prompt_per_million = models.DecimalField(
         max_digits=12,

@@ -44,6 +44,7 @@ class Message(models.Model):
     class Role(models.TextChoices):
         USER = "user"
         ASSISTANT = "assistant"
+        TOOL = "tool"  # a tool's result, sent by an API caller (see tool_call_id)
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -82,6 +83,10 @@ class Message(models.Model):
     )
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(blank=True)
+    # An assistant message's calls of the caller's tools, in OpenAI's shape (`[{"id", "type":
+    # "function", "function": {"name", "arguments"}}]`), and a tool message's call it answers.
+    tool_calls = models.JSONField(default=list, blank=True)
+    tool_call_id = models.CharField(max_length=100, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
 
     engine = models.CharField(max_length=32, blank=True)

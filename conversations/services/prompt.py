@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db.models import Exists, OuterRef
 
-from conversations.engines.base import ChatMessage, Engine
+from conversations.engines.base import ChatMessage, Engine, ToolCall
 from conversations.engines.specs import ReplySettings
 from conversations.models import Attachment, Message
 from conversations.services.branches import path_to
@@ -46,30 +46,56 @@ class Prompt:
 
 
 def load_history(
-    conversation_id: uuid.UUID, *, leaf: int | None, images: bool = False
+    conversation_id: uuid.UUID, *, leaf: int | None, images: bool = False, tools: bool = False
 ) -> list[ChatMessage]:
     """The branch of the conversation that ends at message `leaf` (a new reply's parent),
     oldest first: the versions the user sees, not the ones they browsed away from. A user
     message carries its attachments' text, and its images where the model reads them
-    (`images`; else they are named only)."""
+    (`images`; else they are named only). An API caller's tool calls and results go to a model
+    that calls tools (`tools`) as such, and to any other as text (see _as_text)."""
     # Whether each message has files is asked in the same query: a send costs no query more
     # in a conversation without any (a crowd of sends waits for each other's queries).
     rows = (
         Message.objects.filter(conversation_id=conversation_id)
-        .only("id", "parent_id", "role", "content", "status", "created_at")
+        .only(
+            "id",
+            "parent_id",
+            "role",
+            "content",
+            "status",
+            "created_at",
+            "tool_calls",
+            "tool_call_id",
+        )
         .annotate(has_files=Exists(Attachment.objects.filter(message=OuterRef("pk"))))
     )
     branch = path_to(leaf, {message.pk: message for message in rows})
     kept = [
         message
         for message in branch
-        if message.role == Message.Role.USER
-        or (message.status in _HISTORY_STATUSES and message.content)
+        if message.role != Message.Role.ASSISTANT
+        or (message.status in _HISTORY_STATUSES and (message.content or message.tool_calls))
     ]
     with_files = [message.pk for message in kept if message.has_files]  # type: ignore[attr-defined]
     attached = _attachments_of(with_files)
     sent = _newest_images(kept, attached) if images else None
-    return [_chat_message(message, attached.get(message.pk, []), sent) for message in kept]
+    history = [_chat_message(message, attached.get(message.pk, []), sent) for message in kept]
+    return history if tools else [_as_text(message) for message in history]
+
+
+def _as_text(message: ChatMessage) -> ChatMessage:
+    """A tool call or result as plain text, for a model that is not given tools (one picked
+    after an API caller's tool-calling turns): it reads what happened, in roles it knows."""
+    if message.role == Message.Role.TOOL:
+        return ChatMessage(
+            "user", f"Result of tool call {message.tool_call_id}:\n{message.content}"
+        )
+    if not message.tool_calls:
+        return message
+    calls = [
+        f"Called tool {call.name} ({call.id}) with {call.arguments}" for call in message.tool_calls
+    ]
+    return ChatMessage(message.role, "\n".join([message.content, *calls]).strip())
 
 
 def _newest_images(kept: list[Message], attached: dict[int, list[Attachment]]) -> set[object]:
@@ -126,6 +152,11 @@ def _chat_message(
     message: Message, attachments: list[Attachment], sent_images: set[object] | None
 ) -> ChatMessage:
     """`sent_images`: the images the prompt carries; None: the model reads none."""
+    if message.tool_calls or message.role == Message.Role.TOOL:
+        calls = tuple(ToolCall.from_openai(item) for item in message.tool_calls)
+        return ChatMessage(
+            message.role, message.content, tool_calls=calls, tool_call_id=message.tool_call_id
+        )
     if not attachments:
         return ChatMessage(role=message.role, content=message.content)
     parts, urls = [], []
@@ -185,14 +216,22 @@ def _fitted(history: list[ChatMessage], engine: Engine, reply: ReplySettings) ->
     budget -= sum(tokens + _FRAMING_TOKENS for _, tokens in counted)
     kept: list[_Counted] = []
     for message in reversed(history):
-        tokens = engine.count_tokens(message.content) + IMAGE_TOKENS * len(message.images)
+        tokens = engine.count_tokens(_counted_text(message)) + IMAGE_TOKENS * len(message.images)
         cost = tokens + _FRAMING_TOKENS
         if kept and cost > budget:
             break
         kept.append((message, tokens))
         budget -= cost
     kept.reverse()
-    # A reply may not open the prompt on most chat templates; drop a leading assistant turn.
-    while len(kept) > 1 and kept[0][0].role == Message.Role.ASSISTANT:
+    # A reply may not open the prompt on most chat templates, nor a tool's result without the
+    # call it answers: drop them from the front.
+    while len(kept) > 1 and kept[0][0].role in (Message.Role.ASSISTANT, Message.Role.TOOL):
         kept.pop(0)
     return counted + kept
+
+
+def _counted_text(message: ChatMessage) -> str:
+    """What of a message takes room in the context: its text, and its tool calls."""
+    if not message.tool_calls:
+        return message.content
+    return " ".join([message.content, *(f"{c.name} {c.arguments}" for c in message.tool_calls)])

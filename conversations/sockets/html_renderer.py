@@ -194,6 +194,8 @@ def _message(payload: MessagePayload) -> Message:
         first_token_at=first_token_at,
         finished_at=_moment(payload["finished_at"]),
         completion_tokens=payload["completion_tokens"],
+        tool_calls=payload["tool_calls"],
+        tool_call_id=payload["tool_call_id"],
         # The payload has no engine_ready_at; this one gives Message.ttft_ms the payload's value.
         engine_ready_at=(
             first_token_at - timedelta(milliseconds=ttft_ms)

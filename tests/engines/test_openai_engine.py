@@ -16,7 +16,13 @@ import pytest
 from channels.db import database_sync_to_async
 
 from conversations.engines import get_engine, reset_engines
-from conversations.engines.base import ChatMessage, EngineError, FinishReason, SamplingParams
+from conversations.engines.base import (
+    ChatMessage,
+    EngineError,
+    FinishReason,
+    SamplingParams,
+    ToolCall,
+)
 from conversations.engines.openai import OpenAIEngine
 from conversations.models import Message
 from tests.support.servers import free_port
@@ -85,6 +91,24 @@ class MisbehavingServer:
         await self._event(
             writer, {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 2}}
         )
+        await self._event(writer, "[DONE]")
+        writer.write(b"0\r\n\r\n")
+
+    async def _tools(self, reader: Any, writer: asyncio.StreamWriter) -> None:
+        """Two tool calls, as vLLM's server streams them: each call's id and name first, then
+        its arguments a few characters a chunk."""
+        await self._start_events(writer)
+        await self._event(writer, _chunk(role="assistant"))
+        for index, (call_id, name, pieces) in enumerate(
+            [("call_a", "get_weather", ['{"city"', ': "Paris"}']), ("call_b", "get_time", ["{}"])]
+        ):
+            start = {"index": index, "id": call_id, "type": "function"}
+            await self._event(writer, _tool_chunk({**start, "function": {"name": name}}))
+            for piece in pieces:
+                await self._event(
+                    writer, _tool_chunk({"index": index, "function": {"arguments": piece}})
+                )
+        await self._event(writer, _chunk(finish_reason="tool_calls"))
         await self._event(writer, "[DONE]")
         writer.write(b"0\r\n\r\n")
 
@@ -166,6 +190,13 @@ def _chunk(
     }
 
 
+def _tool_chunk(call: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}],
+    }
+
+
 @pytest.fixture
 async def misbehaving() -> AsyncIterator[MisbehavingServer]:
     server = MisbehavingServer()
@@ -212,6 +243,40 @@ async def test_it_streams_a_chat_completion(misbehaving: MisbehavingServer) -> N
     assert body["model"] == "my-model" and body["stream"] is True
     assert body["messages"] == [{"role": "user", "content": "Say hello."}]
     assert body["max_tokens"] == 20
+
+
+async def test_it_passes_tools_on_and_reads_the_calls_back(misbehaving: MisbehavingServer) -> None:
+    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {}}}
+    asked = ToolCall("call_0", "get_weather", '{"city": "Rome"}')
+    messages = [
+        ChatMessage("user", "Weather in Rome, then Paris?"),
+        ChatMessage("assistant", "", tool_calls=(asked,)),
+        ChatMessage("tool", "Rain", tool_call_id="call_0"),
+    ]
+    params = SamplingParams(max_tokens=20, tools=(weather,), tool_choice="auto")
+    stream = engine_for(misbehaving.url("tools")).stream(messages, params, request_id="r")
+    async with asyncio.timeout(BOUND), aclosing(aiter(stream)) as deltas:
+        text = "".join([delta async for delta in deltas])
+
+    assert text == ""
+    assert stream.result.finish_reason is FinishReason.TOOL_CALLS
+    assert stream.result.tool_calls == [
+        ToolCall("call_a", "get_weather", '{"city": "Paris"}'),
+        ToolCall("call_b", "get_time", "{}"),
+    ]
+    body = json.loads(misbehaving.requests[-1].body)
+    assert (body["tools"], body["tool_choice"]) == ([weather], "auto")
+    assert body["messages"] == [
+        {"role": "user", "content": "Weather in Rome, then Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [asked.openai()]},
+        {"role": "tool", "content": "Rain", "tool_call_id": "call_0"},
+    ]
+
+
+async def test_it_sends_no_tools_when_it_is_given_none(misbehaving: MisbehavingServer) -> None:
+    await read_all(engine_for(misbehaving.url("ok")))
+    body = json.loads(misbehaving.requests[-1].body)
+    assert "tools" not in body and "tool_choice" not in body
 
 
 async def test_it_asks_the_server_for_a_model_when_none_is_set(

@@ -44,11 +44,12 @@ class Gateway:
         options = {"max_retries": 0, "timeout": BOUND_S, **options}
         return AsyncOpenAI(base_url=f"{self.origin}/v1", api_key=api_key, **options)
 
-    async def engine_record(self, request_id: str) -> dict[str, Any]:
+    async def engine_record(self, request_id: str, model: str = "") -> dict[str, Any]:
         """What the scripted engine did for this request (handed over once: read it after the
-        reply has settled)."""
+        reply has settled); `model`: the slug of a CHAT_MODELS model whose engine wrote it."""
+        query = {"ids": request_id, **({"model": model} if model else {})}
         async with httpx.AsyncClient(base_url=self.origin, timeout=BOUND_S) as http:
-            response = await http.get("/__bench__/records", params={"ids": request_id})
+            response = await http.get("/__bench__/records", params=query)
         record: dict[str, Any] = response.json()[request_id]
         return record
 

@@ -80,7 +80,15 @@ BAD_PARAMETERS: list[tuple[dict[str, Any], str]] = [
     ({"stop": ["a", "b", "c", "d", "e"]}, "stop"),
     ({"logprobs": True}, "logprobs"),
     ({"response_format": {"type": "json_object"}}, "response_format"),
-    ({"messages": [{"role": "tool", "content": "42", "tool_call_id": "t"}]}, "messages[0].role"),
+    # A tool's result answers a call: not one of nothing.
+    ({"messages": [{"role": "tool", "content": "42", "tool_call_id": "t"}]}, "messages[0]"),
+    ({"messages": [{"role": "function", "content": "42"}]}, "messages[0].role"),
+    (
+        {"tools": [{"type": "function", "function": {"name": "no spaces"}}]},
+        "tools[0].function.name",
+    ),
+    ({"tool_choice": "required"}, "tool_choice"),  # with no tools to choose from
+    ({"functions": [{"name": "f"}]}, "functions"),
     ({"messages": [{"role": "assistant", "content": "Hi"}]}, "messages[0].role"),
     (
         {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},

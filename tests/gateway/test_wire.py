@@ -78,7 +78,7 @@ def test_it_reads_the_sampling_and_stream_options() -> None:
         ({"messages": [*HELLO, {"role": "assistant", "content": "Hi"}]}, "messages[1].role"),
         (
             {"messages": [{"role": "assistant", "tool_calls": [{}], "content": None}, *HELLO]},
-            "messages[0].tool_calls",
+            "messages[0].tool_calls[0]",
         ),
         ({"seed": 2**64}, "seed"),
         ({"temperature": True}, "temperature"),
@@ -87,7 +87,8 @@ def test_it_reads_the_sampling_and_stream_options() -> None:
         ({"stop": [""]}, "stop"),
         ({"stream": "yes"}, "stream"),
         ({"stream": True, "stream_options": {"include_usage": 1}}, "stream_options.include_usage"),
-        ({"tools": [{"type": "function"}]}, "tools"),
+        ({"tools": [{"type": "function"}]}, "tools[0].function"),
+        ({"tools": {"type": "function"}}, "tools"),
         ({"presence_penalty": 0.5}, "presence_penalty"),
         ({"logit_bias": {"1": 2}}, "logit_bias"),
         ({"modalities": ["text", "audio"]}, "modalities"),

@@ -152,3 +152,31 @@ def test_importing_your_own_export_skips_what_you_have(alice: Any, alice_api: Cl
     assert report.imported == []
     assert [(s.title, s.reason) for s in report.skipped] == [("Colours", ALREADY_HERE)]
     assert Conversation.objects.filter(owner=alice).count() == 1
+
+
+def test_an_api_callers_tool_calls_and_results_come_back_the_same(
+    alice: Any, alice_api: Client, bob_api: Client
+) -> None:
+    chat = Conversation.objects.create(owner=alice, title="Weather")
+    question = Message.objects.create(conversation=chat, role="user", content="Weather?")
+    call = {"id": "call_9", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    asked = reply(chat, question, "", tool_calls=[call], finish_reason="tool_calls")
+    result = Message.objects.create(
+        conversation=chat, parent=asked, role="tool", content="Sunny", tool_call_id="call_9"
+    )
+    last = reply(chat, result, "It is sunny.")
+    Conversation.objects.filter(pk=chat.pk).update(current_leaf=last)
+    exported = alice_api.get(f"/api/conversations/{chat.pk}/export?format=json")
+
+    response = bob_api.post("/api/imports/", {"file": upload(exported.content, "weather.json")})
+
+    assert response.status_code == 201, response.content
+    copy = response.json()["imported"][0]
+    again = bob_api.get(f"/api/conversations/{copy['id']}/export?format=json").json()
+    assert same_content(again) == same_content(exported.json())
+    assert [(m["role"], m["tool_calls"], m["tool_call_id"]) for m in again["messages"]] == [
+        ("user", [], ""),
+        ("assistant", [call], ""),
+        ("tool", [], "call_9"),
+        ("assistant", [], ""),
+    ]
