@@ -6,7 +6,7 @@ import re
 from django.core.exceptions import ImproperlyConfigured
 
 from chatsite.database_settings import DATABASES
-from chatsite.env import env_bool, env_float, env_int, env_json_object, env_str
+from chatsite.env import env_bool, env_float, env_int, env_json_object, env_origins, env_str
 
 # --- Models and replies ------------------------------------------------------------------------
 
@@ -146,6 +146,9 @@ if not re.fullmatch(r"[A-Za-z0-9-]*", CHAT_GATEWAY_HOUSEKEEPING_HEADER):
 CHAT_GATEWAY_MAX_BODY_BYTES = env_int(
     "CHAT_GATEWAY_MAX_BODY_BYTES", 16 * 1024 * 1024, minimum=64 * 1024
 )
+# Web pages on these origins may call /v1/ from a browser (CORS, with their own API token);
+# empty: none, as a browser's cross-origin call is refused unless the server allows it.
+CHAT_GATEWAY_CORS_ORIGINS = env_origins("CHAT_GATEWAY_CORS_ORIGINS")
 # A Prometheus scraper sending "Authorization: Bearer <this>" may read /metrics (staff always can).
 CHAT_METRICS_TOKEN = env_str("CHAT_METRICS_TOKEN")
 # The OpenAPI schema and its docs page are for signed-in users unless this opens them to all.

@@ -7,6 +7,7 @@ value fails at start-up with a message that names the variable and says what was
 import json
 import os
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -63,6 +64,31 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_origins(name: str) -> list[str]:
+    """A comma-separated list of web origins, each exactly scheme://host[:port] (no path, no
+    trailing slash), as browsers send them in an Origin header."""
+    origins = env_list(name, [])
+    for origin in origins:
+        try:
+            parts = urlsplit(origin)
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+        except ValueError:
+            parts = None
+        if (
+            parts is None
+            or parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or origin != f"{parts.scheme}://{parts.netloc}"
+            or parts.username is not None
+        ):
+            raise ImproperlyConfigured(
+                f"{name} must be origins such as https://chat.example.com or "
+                f"http://localhost:3000 (scheme and host, an optional port, nothing after); "
+                f"got {origin!r}."
+            )
+    return origins
 
 
 def env_json_object(name: str) -> dict[str, Any]:

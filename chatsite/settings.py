@@ -45,11 +45,16 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
+    "corsheaders",
     "conversations",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # /v1/ only: every gateway response's x-request-id, preflights' included (so before CORS).
+    "conversations.gateway.request_ids.request_id_middleware",
+    # /v1/ only (CORS_URLS_REGEX): answers preflights before anything else can refuse them.
+    "corsheaders.middleware.CorsMiddleware",
     # Content-Security-Policy and Permissions-Policy headers on every response (see below).
     "csp.middleware.CSPMiddleware",
     "django_permissions_policy.PermissionsPolicyMiddleware",
@@ -207,6 +212,35 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
+# --- Cross-origin calls to the gateway (django-cors-headers) -------------------------------------
+# Pages on CHAT_GATEWAY_CORS_ORIGINS may call /v1/ with a token; no other route answers another
+# origin, and no cookie is sent or read (the gateway takes tokens only).
+CORS_URLS_REGEX = r"^/v1/"
+CORS_ALLOWED_ORIGINS = CHAT_GATEWAY_CORS_ORIGINS  # noqa: F405 - from chat_settings
+CORS_ALLOW_CREDENTIALS = False
+CORS_ALLOW_METHODS = ("GET", "POST", "OPTIONS")
+CORS_ALLOW_HEADERS = (
+    "authorization",
+    "content-type",
+    "x-chatsite-conversation",
+    "x-request-id",
+    # What the openai SDKs send with every call from a browser: without them in the list the
+    # browser refuses the call after its preflight.
+    "x-stainless-arch",
+    "x-stainless-async",
+    "x-stainless-lang",
+    "x-stainless-os",
+    "x-stainless-package-version",
+    "x-stainless-read-timeout",
+    "x-stainless-retry-count",
+    "x-stainless-runtime",
+    "x-stainless-runtime-version",
+    "x-stainless-timeout",
+)
+# Readable by the page's script: the call's conversation, and its id for a bug report.
+CORS_EXPOSE_HEADERS = ("x-chatsite-conversation", "x-request-id")
+CORS_PREFLIGHT_MAX_AGE = 600  # seconds a browser may keep a preflight's answer
+
 # In every mode: scripts only from this server (no inline scripts or handlers), sockets and
 # fetches only to it, no framing. Inline style attributes stay allowed (htmx adds its own).
 CONTENT_SECURITY_POLICY = {

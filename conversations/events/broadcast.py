@@ -36,6 +36,11 @@ def generation_group(group: str) -> str:
     return f"{group}.generation"
 
 
+def token_group(token_id: int) -> str:
+    """The group of the gateway's calls made with an API token: they hear its revocation."""
+    return f"api-token-{token_id}"
+
+
 def _addressee(group: str, event: Event) -> str:
     return generation_group(group) if isinstance(event, TO_GENERATION) else group
 

@@ -6,6 +6,8 @@ one namespace, `chat.*`, over two channel-layer groups of the conversation:
 - to the tabs' group, from the generation: Started, Delta, Snapshot (to one tab), Finished, Ping;
 - to the generation's group, from tabs and services: Cancel, Sync, Pong (Pong to its own channel).
 
+And one group per API token, which the gateway's calls made with it join: TokenRevoked.
+
 `conversations.events.broadcast` is the only module that puts them on the channel layer; `parse` turns
 what arrives back into these classes. Payloads are plain JSON-able values (the Redis layer
 serializes with msgpack).
@@ -232,6 +234,18 @@ class Deleted(Event):
     message_id: None
 
 
+# To the gateway's calls made with an API token.
+
+
+@dataclass(frozen=True)
+class TokenRevoked(Event):
+    """The token was revoked: calls made with it stop their replies and end."""
+
+    type = "chat.token_revoked"
+    message_id: None
+    token_id: int
+
+
 # To the generation.
 
 
@@ -274,7 +288,8 @@ TO_TABS: tuple[type[Event], ...] = (
     Deleted,
 )
 TO_GENERATION: tuple[type[Event], ...] = (Cancel, Sync, Pong)
-_BY_TYPE = {kind.type: kind for kind in (*TO_TABS, *TO_GENERATION)}
+TO_CALLS: tuple[type[Event], ...] = (TokenRevoked,)
+_BY_TYPE = {kind.type: kind for kind in (*TO_TABS, *TO_GENERATION, *TO_CALLS)}
 EVENT_TYPES = frozenset(_BY_TYPE)
 TAB_EVENT_TYPES = frozenset(kind.type for kind in TO_TABS)  # what a tab's consumer handles
 

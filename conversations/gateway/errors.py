@@ -1,7 +1,10 @@
 """Refusals in the shape OpenAI's API gives them, which its SDKs turn into their own exceptions:
 `{"error": {"message", "type", "param", "code"}}` with the HTTP status that names the case
 (400 BadRequestError, 401 AuthenticationError, 404 NotFoundError, 409 ConflictError,
-429 RateLimitError, 5xx InternalServerError)."""
+429 RateLimitError, 5xx InternalServerError).
+
+Every refusal has a `code`, stable snake_case a client can branch on (docs/gateway.md lists
+them); the message is for people and may change. The codes of a refused field's value:"""
 
 from __future__ import annotations
 
@@ -17,6 +20,17 @@ SERVER_ERROR = "server_error"
 RATE_LIMITED = "requests"  # OpenAI's type for a limit on requests
 TOKENS = "tokens"  # and for a limit on tokens: a budget
 
+MISSING_FIELD = "missing_field"  # a field the call needs is absent
+INVALID_VALUE = "invalid_value"  # of the wrong type, out of range, or malformed
+TOO_LONG = "too_long"  # text over its limit
+TOO_MANY = "too_many"  # a list over its limit: messages, stop sequences, files
+UNSUPPORTED_PARAMETER = "unsupported_parameter"  # would change the reply in a way not served
+UNSUPPORTED_CONTENT = "unsupported_content"  # a message or part this server cannot take
+
+# How long a client should wait before it tries again, where trying again can help.
+RETRY_ENGINE_S = 1  # a failed reply: the next one is a new engine call
+RETRY_UNAVAILABLE_S = 5  # a model that cannot be served now: its server or its settings
+
 
 @dataclass(eq=False)  # compared and hashed by identity, as exceptions are
 class GatewayError(Exception):
@@ -24,7 +38,7 @@ class GatewayError(Exception):
     message: str
     type: str = INVALID_REQUEST
     param: str | None = None
-    code: str | None = None
+    code: str = field(kw_only=True)  # required: see the module's docstring
     headers: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -44,7 +58,7 @@ class GatewayError(Exception):
         return JsonResponse(self.body(), status=self.status, headers=self.headers)
 
 
-def bad_request(message: str, param: str | None = None, code: str | None = None) -> GatewayError:
+def bad_request(message: str, param: str | None = None, code: str = INVALID_VALUE) -> GatewayError:
     return GatewayError(400, message, param=param, code=code)
 
 
@@ -92,7 +106,13 @@ def from_refusal(refusal: refusals.SendRefused) -> GatewayError:
     if isinstance(refusal, refusals.ConversationGone):
         return conversation_not_found()
     if isinstance(refusal, refusals.EngineUnavailable):
-        return GatewayError(503, message, type=SERVER_ERROR, code=refusal.code)
+        return GatewayError(
+            503,
+            message,
+            type=SERVER_ERROR,
+            code=refusal.code,
+            headers={"Retry-After": str(RETRY_UNAVAILABLE_S)},
+        )
     # A reply still being written in that conversation, or a repeated send.
     return GatewayError(409, message, code=refusal.code)
 

@@ -15,7 +15,7 @@ from conversations.attachments import uploads
 from conversations.attachments.kinds import Kind
 from conversations.attachments.names import shown_name
 from conversations.engines.specs import ModelSpec
-from conversations.gateway.errors import bad_request
+from conversations.gateway.errors import INVALID_VALUE, TOO_MANY, bad_request
 from conversations.gateway.parts import CallFile
 from conversations.gateway.wire import ChatCall
 
@@ -45,7 +45,9 @@ async def read_call_files(call: ChatCall, model: ModelSpec) -> ReadFiles:
     every = [file for files in (*call.history_files, call.files) for file in files]
     if len(every) > most:
         raise bad_request(
-            f"A call may carry {most} files at most, in all its messages.", every[most].where
+            f"A call may carry {most} files at most, in all its messages.",
+            every[most].where,
+            TOO_MANY,
         )
     return ReadFiles(
         turn=await _read_all(call.files, model),
@@ -68,5 +70,6 @@ async def _read(file: CallFile, model: ModelSpec) -> ReadFile:
         raise bad_request(
             f"{name} is {what}: send it as a {'image_url' if kind.is_image else 'file'} part.",
             file.where,
+            INVALID_VALUE,
         )
     return ReadFile(name, kind, file.data, text)

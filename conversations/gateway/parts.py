@@ -14,7 +14,12 @@ import binascii
 import re
 from dataclasses import dataclass
 
-from conversations.gateway.errors import bad_request
+from conversations.gateway.errors import (
+    INVALID_VALUE,
+    UNSUPPORTED_CONTENT,
+    UNSUPPORTED_PARAMETER,
+    bad_request,
+)
 from conversations.services.text import storable
 
 _DATA_URL = re.compile(
@@ -50,19 +55,25 @@ def content_of(
         elif kind in ("file", "image_url") and allow_files:
             files.append(_file(part, at, index))
         elif kind in ("file", "image_url"):
-            raise bad_request("Files and images are taken in user messages only.", at)
+            raise bad_request(
+                "Files and images are taken in user messages only.", at, UNSUPPORTED_CONTENT
+            )
         else:
             raise bad_request(
-                "Content parts must be of type text, file or image_url.", f"{at}.type"
+                "Content parts must be of type text, file or image_url.",
+                f"{at}.type",
+                UNSUPPORTED_CONTENT,
             )
     return "".join(texts), tuple(files)
 
 
 def text_of(raw: object, where: str) -> str:
     if not isinstance(raw, str):
-        raise bad_request(f"{where} must be text.", where)
+        raise bad_request(f"{where} must be text.", where, INVALID_VALUE)
     if not storable(raw):
-        raise bad_request(f"{where} contains characters that cannot be saved.", where)
+        raise bad_request(
+            f"{where} contains characters that cannot be saved.", where, INVALID_VALUE
+        )
     return raw
 
 
@@ -75,20 +86,26 @@ def _file(part: dict[str, object], at: str, index: int) -> CallFile:
                 "image_url.url must be a data: URL (base64): this server fetches nothing from "
                 "the web.",
                 f"{at}.image_url.url",
+                UNSUPPORTED_CONTENT,
             )
         return CallFile(f"image-{index + 1}", _decoded(url, f"{at}.image_url.url"), True, at)
     file = part.get("file")
     if not isinstance(file, dict):
-        raise bad_request("file must be an object with file_data and filename.", f"{at}.file")
+        raise bad_request(
+            "file must be an object with file_data and filename.", f"{at}.file", INVALID_VALUE
+        )
     if file.get("file_id") is not None:
         raise bad_request(
             "file_id needs a Files API, which this server does not have: send file_data.",
             f"{at}.file.file_id",
+            UNSUPPORTED_PARAMETER,
         )
     data = file.get("file_data")
     if not isinstance(data, str):
         raise bad_request(
-            "file.file_data must be the file, base64-encoded.", f"{at}.file.file_data"
+            "file.file_data must be the file, base64-encoded.",
+            f"{at}.file.file_data",
+            INVALID_VALUE,
         )
     name = file.get("filename")
     name = text_of(name, f"{at}.file.filename") if name is not None else f"file-{index + 1}"
@@ -99,8 +116,8 @@ def _decoded(data: str, where: str) -> bytes:
     """base64, bare or in a data: URL (OpenAI's clients send either)."""
     found = _DATA_URL.fullmatch(data) if data.startswith("data:") else None
     if data.startswith("data:") and found is None:
-        raise bad_request("The data: URL must be base64-encoded.", where)
+        raise bad_request("The data: URL must be base64-encoded.", where, INVALID_VALUE)
     try:
         return base64.b64decode(found["data"] if found else data, validate=True)
     except (binascii.Error, ValueError):
-        raise bad_request("The file is not valid base64.", where) from None
+        raise bad_request("The file is not valid base64.", where, INVALID_VALUE) from None

@@ -33,7 +33,10 @@ def _error(description: str, **headers: str) -> dict[str, Any]:
     return answer
 
 
-_UNAUTHENTICATED = _error("No API token, or one that is invalid or revoked.")
+_UNAUTHENTICATED = _error(
+    "No API token, or one that is invalid or revoked (code `invalid_api_key`); revoked while "
+    "the reply was written (code `token_revoked`)."
+)
 _HOUSEKEEPING = (
     [
         {
@@ -52,7 +55,12 @@ _CONVERSATION = {
     CONVERSATION_HEADER: {
         "schema": {"type": "string", "format": "uuid"},
         "description": "The conversation this call was saved in.",
-    }
+    },
+    "x-request-id": {
+        "schema": {"type": "string"},
+        "description": "The reply's request id, as the server's log lines name it (every "
+        "response under /v1 has one).",
+    },
 }
 
 PATHS: dict[str, Any] = {
@@ -105,8 +113,15 @@ PATHS: dict[str, Any] = {
                         "Retry-After": "Seconds to wait before trying again (a budget: until it resets)."
                     },
                 ),
-                "500": _error("The model failed before it wrote anything."),
-                "503": _error("The model is not available, or the server stopped."),
+                "502": _error(
+                    "The model failed (code `engine_error`).",
+                    **{"Retry-After": "Seconds to wait before trying again."},
+                ),
+                "503": _error(
+                    "The model is not available (code `engine_unavailable`), or the server "
+                    "stopped (code `interrupted`).",
+                    **{"Retry-After": "Seconds to wait before trying again."},
+                ),
             },
         }
     },

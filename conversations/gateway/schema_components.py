@@ -308,7 +308,7 @@ COMPONENTS: dict[str, Any] = {
                     "message": {"type": "string"},
                     "type": {"type": "string"},
                     "param": _nullable({"type": "string"}),
-                    "code": _nullable({"type": "string"}),
+                    "code": {"type": "string", "description": "Stable, snake_case."},
                 },
                 "required": ["message", "type", "param", "code"],
             }

@@ -6,5 +6,7 @@ urlpatterns = [
     path("chat/completions", views.chat_completions, name="gateway-chat-completions"),
     path("models", views.model_list, name="gateway-models"),
     path("models/<str:model>", views.model_detail, name="gateway-model"),
+    path("responses", views.responses, name="gateway-responses"),
+    path("responses/<path:rest>", views.responses),
     path("<path:rest>", views.not_served, name="gateway-not-served"),
 ]

@@ -7,7 +7,12 @@ A refused call (a parameter, a limit, a model) is an HTTP error an SDK raises on
 reply's headers and first chunk (the role) go out as soon as the send is saved, while the engine
 starts: what the middleware costs on the way out then overlaps the engine's first token instead
 of delaying it. A failure after that is an error event in the stream. Django's ASGI handler
-cancels the response when the client disconnects; CallReply.release then stops the engine.
+cancels the response when the client disconnects; CallReply.release then stops the engine. The
+same happens when the call's token is revoked (gateway.revocation), and the response ends with a
+`token_revoked` error.
+
+Every response says its request id in x-request-id (gateway.request_ids); a refusal is logged
+with it.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
@@ -29,12 +35,15 @@ from conversations.events.protocol import MessagePayload
 from conversations.gateway import auth, sse, tools
 from conversations.gateway.calls import CallReply, call_start
 from conversations.gateway.errors import (
+    RETRY_ENGINE_S,
     SERVER_ERROR,
     GatewayError,
     bad_request,
     model_not_found,
 )
 from conversations.gateway.files import read_call_files
+from conversations.gateway.request_ids import adopt_reply_id, request_id_of
+from conversations.gateway.revocation import TOKEN_REVOKED, RevocationWatch, revoked_error
 from conversations.gateway.wire import parse_chat_call, parse_conversation_header
 from conversations.types import User
 
@@ -44,6 +53,8 @@ STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 LARGE_BODY = 1 << 20  # bytes of body parsed on a thread rather than on the event loop
 
 View = Callable[..., Coroutine[Any, Any, HttpResponseBase]]
+
+logger = logging.getLogger("chatsite.gateway")
 
 
 def endpoint(*methods: str) -> Callable[[View], View]:
@@ -62,6 +73,14 @@ def endpoint(*methods: str) -> Callable[[View], View]:
                     )
                 return await view(request, *args, **kwargs)
             except GatewayError as refusal:
+                logger.info(
+                    "refused request_id=%s %s %s status=%s code=%s",
+                    request_id_of(request),
+                    request.method,
+                    request.path,
+                    refusal.status,
+                    refusal.code,
+                )
                 return refusal.response()
 
         return csrf_exempt(wrapper)
@@ -105,21 +124,26 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
         record=record,
         files=await read_call_files(call, model),
     )
+    adopt_reply_id(request, reply.plan.request_id)
+    watch = RevocationWatch(token.pk, reply.running)
     completion = sse.Completion.of(
         reply.plan.request_id, int(time.time()), model.slug, call.include_usage
     )
     headers = {CONVERSATION_HEADER: str(reply.plan.conversation_id)}
     if call.stream:
         return StreamingHttpResponse(
-            _events(reply, completion),
+            _events(reply, completion, watch),
             content_type="text/event-stream",
             headers={**headers, **STREAM_HEADERS},
         )
     try:
         while await reply.next_text() is not None:
             pass
+        if _revoked(reply):
+            raise revoked_error()
         return JsonResponse(completion.whole(_succeeded(reply)), headers=headers)
     finally:
+        await watch.close()
         await reply.release()  # also when the client left while we waited: stops it
 
 
@@ -129,11 +153,16 @@ def _housekeeping(request: HttpRequest) -> bool:
     return bool(header and request.headers.get(header, "").strip())
 
 
-async def _events(reply: CallReply, completion: sse.Completion) -> AsyncIterator[bytes]:
+async def _events(
+    reply: CallReply, completion: sse.Completion, watch: RevocationWatch
+) -> AsyncIterator[bytes]:
     try:
         yield completion.chunk({"role": "assistant", "content": ""})
         while (text := await reply.next_text()) is not None:
             yield completion.chunk({"content": text})
+        if _revoked(reply):
+            yield sse.event(revoked_error().body())
+            return
         try:
             saved = _succeeded(reply)
         except GatewayError as failure:
@@ -146,7 +175,13 @@ async def _events(reply: CallReply, completion: sse.Completion) -> AsyncIterator
             yield completion.usage_chunk(saved)
         yield sse.DONE
     finally:
+        await watch.close()
         await reply.release()  # before the end: the client closed the stream or went away
+
+
+def _revoked(reply: CallReply) -> bool:
+    """The reply was stopped because the call's token was revoked (not by a Stop before)."""
+    return reply.saved is not None and reply.saved["cancelled_by"] == TOKEN_REVOKED
 
 
 def _succeeded(reply: CallReply) -> MessagePayload:
@@ -158,14 +193,20 @@ def _succeeded(reply: CallReply) -> MessagePayload:
             "The conversation was deleted while the reply was written.",
             code="conversation_deleted",
         )
+    # The engine, or the server it calls, failed: a gateway's failure upstream (502), not ours
+    # (500). Another try is a new engine call, which can succeed: the SDKs retry, after this.
+    retry = {"Retry-After": str(RETRY_ENGINE_S)}
     if saved["status"] == "error":
-        raise GatewayError(500, saved["error"], type=SERVER_ERROR, code="engine_error")
+        raise GatewayError(
+            502, saved["error"], type=SERVER_ERROR, code="engine_error", headers=retry
+        )
     if saved["status"] == "interrupted":
         raise GatewayError(
             503,
             "The server stopped while it wrote the reply.",
             type=SERVER_ERROR,
             code="interrupted",
+            headers=retry,
         )
     return saved  # complete, or stopped (see sse.finish_reason)
 
@@ -200,6 +241,17 @@ def _model_object(spec: specs.ModelSpec) -> dict[str, Any]:
         "owned_by": "chatsite",
         "name": spec.name,
     }
+
+
+@endpoint("GET", "POST", "DELETE")
+async def responses(request: HttpRequest, rest: str = "") -> HttpResponseBase:
+    # Newer SDK code calls the Responses API first; say plainly what to call instead.
+    raise GatewayError(
+        404,
+        "The Responses API (/v1/responses) is not served here: send the same conversation to "
+        "/v1/chat/completions (client.chat.completions.create), which this server answers.",
+        code="unknown_url",
+    )
 
 
 @endpoint("GET", "POST", "DELETE")

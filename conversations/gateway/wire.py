@@ -1,12 +1,15 @@
 """A /v1/chat/completions request body, checked into a ChatCall, or refused naming the field.
 
 The body is OpenAI's Chat Completions request. What chatsite cannot honour is refused with a 400
-that names the parameter, never ignored: n other than 1, logprobs, a JSON response format,
-penalties, logit_bias, audio. A user message's `file` and `image_url` parts are the call's
-attachments (gateway.parts, gateway.files); tools, tool calls and their results are read in
-gateway.tools. The new turn is the last message, the user's, or the tool messages that end the
-list, answering the tool calls of the assistant message before them. Fields that change nothing here (`user`,
-`metadata`, `store`, ...) are ignored, as OpenAI-compatible servers do.
+that names the parameter (code `unsupported_parameter`), never ignored: n other than 1,
+logprobs, a JSON response format, penalties, logit_bias, audio, predicted outputs,
+reasoning_effort, verbosity, web_search_options. A user message's `file` and `image_url` parts
+are the call's attachments (gateway.parts, gateway.files); tools, tool calls and their results
+are read in gateway.tools. The new turn is the last message, the user's, or the tool messages
+that end the list, answering the tool calls of the assistant message before them. Fields that
+change nothing in the reply (`user`, `metadata`, `store`, `service_tier`, `parallel_tool_calls`,
+`stream_options`'s `include_obfuscation`, ...) are accepted and ignored, as OpenAI-compatible
+servers do; the list is in docs/gateway.md.
 """
 
 from __future__ import annotations
@@ -21,7 +24,15 @@ from django.conf import settings
 
 from conversations.engines.base import ChatMessage
 from conversations.engines.specs import MAX_SYSTEM_PROMPT_CHARS
-from conversations.gateway.errors import GatewayError, bad_request
+from conversations.gateway.errors import (
+    INVALID_VALUE,
+    MISSING_FIELD,
+    TOO_LONG,
+    TOO_MANY,
+    UNSUPPORTED_PARAMETER,
+    GatewayError,
+    bad_request,
+)
 from conversations.gateway.parts import CallFile, content_of
 from conversations.gateway.tools import (
     ToolChoice,
@@ -86,16 +97,20 @@ def parse_chat_call(body: bytes) -> ChatCall:
     offered, tool_choice = tools_of(data)
     model = data.get("model")
     if not isinstance(model, str) or not model.strip():
-        raise bad_request("model is required: the slug of one of your models.", "model")
+        raise bad_request(
+            "model is required: the slug of one of your models.", "model", MISSING_FIELD
+        )
     if len(model) > MAX_MODEL_CHARS:
-        raise bad_request(f"model is limited to {MAX_MODEL_CHARS} characters.", "model")
+        raise bad_request(f"model is limited to {MAX_MODEL_CHARS} characters.", "model", TOO_LONG)
     system, history, content, files, results = _messages(data.get("messages"))
     stream = _optional_bool(data, "stream") or False
     options = data.get("stream_options")
     if options is not None and not stream:
-        raise bad_request("stream_options is only allowed with stream: true.", "stream_options")
+        raise bad_request(
+            "stream_options is only allowed with stream: true.", "stream_options", INVALID_VALUE
+        )
     if options is not None and not isinstance(options, dict):
-        raise bad_request("stream_options must be an object.", "stream_options")
+        raise bad_request("stream_options must be an object.", "stream_options", INVALID_VALUE)
     include_usage = bool(options and _optional_bool(options, "include_usage", "stream_options."))
     limit = data.get("max_completion_tokens")
     limit_name = "max_completion_tokens"
@@ -143,10 +158,14 @@ def _messages(
 ) -> tuple[str | None, _History, str, tuple[CallFile, ...], tuple[ChatMessage, ...]]:
     """The system prompt, the history (each message with its files), the new turn's text and
     files, or instead the tool results that are the new turn."""
+    if raw is None:
+        raise bad_request(
+            "messages is required: the conversation so far.", "messages", MISSING_FIELD
+        )
     if not isinstance(raw, list) or not raw:
-        raise bad_request("messages must be a non-empty list.", "messages")
+        raise bad_request("messages must be a non-empty list.", "messages", INVALID_VALUE)
     if len(raw) > MAX_MESSAGES:
-        raise bad_request(f"messages is limited to {MAX_MESSAGES} messages.", "messages")
+        raise bad_request(f"messages is limited to {MAX_MESSAGES} messages.", "messages", TOO_MANY)
     system: list[str] = []
     turns: list[tuple[ChatMessage, tuple[CallFile, ...]]] = []
     for index, item in enumerate(raw):
@@ -161,7 +180,7 @@ def _messages(
         raise bad_request(
             f"The system messages are over {MAX_SYSTEM_PROMPT_CHARS} characters together.",
             "messages",
-            "too_long",
+            TOO_LONG,
         )
     last = len(raw) - 1
     if turns and turns[-1][0].role == "tool":
@@ -177,32 +196,39 @@ def _messages(
             "The last message must be the user's (the reply answers it), or tool messages "
             "answering the tool calls before them.",
             f"messages[{last}].role",
+            INVALID_VALUE,
         )
     last_turn, files = turns[-1]
     content = last_turn.content.strip()
     if not content and not files:
-        raise bad_request(f"messages[{last}].content is empty.", f"messages[{last}].content")
+        raise bad_request(
+            f"messages[{last}].content is empty.", f"messages[{last}].content", INVALID_VALUE
+        )
     return prompt, tuple(turns[:-1]), content, files, ()
 
 
 def _message(item: object, where: str) -> tuple[ChatMessage, tuple[CallFile, ...]]:
     """One message of the list, with its files (a user message's only)."""
     if not isinstance(item, dict):
-        raise bad_request(f"{where} must be an object.", where)
+        raise bad_request(f"{where} must be an object.", where, INVALID_VALUE)
     role = item.get("role")
     # Tested as text first: a list or an object cannot be looked up in a set.
     if not isinstance(role, str) or role not in _ROLES:
         raise bad_request(
-            f"{where}.role must be system, developer, user, assistant or tool.", f"{where}.role"
+            f"{where}.role must be system, developer, user, assistant or tool.",
+            f"{where}.role",
+            INVALID_VALUE,
         )
     calls = tool_calls_of(item.get("tool_calls"), f"{where}.tool_calls")
     if calls and role != "assistant":
-        raise bad_request("Only an assistant message has tool_calls.", f"{where}.tool_calls")
+        raise bad_request(
+            "Only an assistant message has tool_calls.", f"{where}.tool_calls", INVALID_VALUE
+        )
     if item.get("function_call") is not None:
         raise bad_request(
             "function_call is OpenAI's deprecated form of tool_calls: send tool_calls.",
             f"{where}.function_call",
-            "unsupported_parameter",
+            UNSUPPORTED_PARAMETER,
         )
     text, files = content_of(
         item.get("content"),
@@ -215,7 +241,7 @@ def _message(item: object, where: str) -> tuple[ChatMessage, tuple[CallFile, ...
             f"{where}.content is over {settings.CHAT_MAX_PROMPT_CHARS} characters, "
             "the longest message this server takes.",
             f"{where}.content",
-            "too_long",
+            TOO_LONG,
         )
     if role == "tool":
         call_id = tool_call_id_of(item.get("tool_call_id"), f"{where}.tool_call_id")
@@ -229,22 +255,30 @@ def _stop(raw: object) -> tuple[str, ...]:
     stops = [raw] if isinstance(raw, str) else raw
     if not isinstance(stops, list) or len(stops) > MAX_STOP_SEQUENCES:
         raise bad_request(
-            f"stop must be a string or a list of up to {MAX_STOP_SEQUENCES} strings.", "stop"
+            f"stop must be a string or a list of up to {MAX_STOP_SEQUENCES} strings.",
+            "stop",
+            TOO_MANY if isinstance(stops, list) else INVALID_VALUE,
         )
     for stop in stops:
         if not isinstance(stop, str) or not stop or len(stop) > MAX_STOP_CHARS:
             raise bad_request(
-                f"Each stop sequence must be text of 1 to {MAX_STOP_CHARS} characters.", "stop"
+                f"Each stop sequence must be text of 1 to {MAX_STOP_CHARS} characters.",
+                "stop",
+                INVALID_VALUE,
             )
         if not storable(stop):
-            raise bad_request("stop contains characters that cannot be saved.", "stop")
+            raise bad_request(
+                "stop contains characters that cannot be saved.", "stop", INVALID_VALUE
+            )
     return tuple(stops)
 
 
 def _optional_bool(data: dict[str, Any], name: str, prefix: str = "") -> bool | None:
     value = data.get(name)
     if value is not None and not isinstance(value, bool):
-        raise bad_request(f"{prefix}{name} must be true or false.", f"{prefix}{name}")
+        raise bad_request(
+            f"{prefix}{name} must be true or false.", f"{prefix}{name}", INVALID_VALUE
+        )
     return value
 
 
@@ -258,7 +292,7 @@ def _optional_number(data: dict[str, Any], name: str, low: float, high: float) -
         or not math.isfinite(value)
         or not low <= value <= high
     ):
-        raise bad_request(f"{name} must be a number from {low:g} to {high:g}.", name)
+        raise bad_request(f"{name} must be a number from {low:g} to {high:g}.", name, INVALID_VALUE)
     return float(value)
 
 
@@ -266,7 +300,9 @@ def _optional_int(value: object, name: str, minimum: int, maximum: int) -> int |
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        raise bad_request(f"{name} must be a whole number from {minimum} to {maximum}.", name)
+        raise bad_request(
+            f"{name} must be a whole number from {minimum} to {maximum}.", name, INVALID_VALUE
+        )
     return value
 
 
@@ -274,20 +310,36 @@ def _refuse_unsupported(data: dict[str, Any]) -> None:
     """Parameters that would change the reply in ways this server cannot: refused by name."""
     n = data.get("n")
     if n is not None and (isinstance(n, bool) or n != 1):
-        raise bad_request("Only n=1 is supported: one reply per call.", "n")
+        raise bad_request("Only n=1 is supported: one reply per call.", "n", UNSUPPORTED_PARAMETER)
     if data.get("logprobs") or data.get("top_logprobs") is not None:
         name = "logprobs" if data.get("logprobs") else "top_logprobs"
-        raise bad_request("Log probabilities are not supported.", name)
+        raise bad_request("Log probabilities are not supported.", name, UNSUPPORTED_PARAMETER)
     response_format = data.get("response_format")
     if response_format is not None and response_format != {"type": "text"}:
-        raise bad_request("Only the text response format is supported.", "response_format")
+        raise bad_request(
+            "Only the text response format is supported.", "response_format", UNSUPPORTED_PARAMETER
+        )
     for name in ("frequency_penalty", "presence_penalty"):
         if data.get(name) not in (None, 0, 0.0) or isinstance(data.get(name), bool):
-            raise bad_request(f"{name} is not supported (only 0).", name)
+            raise bad_request(f"{name} is not supported (only 0).", name, UNSUPPORTED_PARAMETER)
     if data.get("logit_bias"):
-        raise bad_request("logit_bias is not supported.", "logit_bias")
+        raise bad_request("logit_bias is not supported.", "logit_bias", UNSUPPORTED_PARAMETER)
     if data.get("audio") is not None or data.get("modalities") not in (None, ["text"]):
         name = "audio" if data.get("audio") is not None else "modalities"
-        raise bad_request("Only text is supported.", name)
+        raise bad_request("Only text is supported.", name, UNSUPPORTED_PARAMETER)
     if data.get("prediction") is not None:
-        raise bad_request("Predicted outputs are not supported.", "prediction")
+        raise bad_request(
+            "Predicted outputs are not supported.", "prediction", UNSUPPORTED_PARAMETER
+        )
+    # Each would change the reply: a reasoning model's effort, its answer's length, a search of
+    # the web. Refused whatever the value, for no value of theirs is what this server does.
+    for name, what in _NOT_SERVED.items():
+        if data.get(name) is not None:
+            raise bad_request(f"{what} is not supported.", name, UNSUPPORTED_PARAMETER)
+
+
+_NOT_SERVED = {
+    "reasoning_effort": "Reasoning effort",
+    "verbosity": "Verbosity",
+    "web_search_options": "Web search",
+}

@@ -2,6 +2,9 @@
 
 A key is 32 random bytes, so a fast SHA-256 of it is as safe to store as a slow password hash:
 nobody can guess their way back from the hash, and checking a request costs one indexed query.
+
+A revocation reaches the gateway's calls made with the token, in every process, through the
+channel layer (TokenRevoked to the token's group, after the commit): their replies stop.
 """
 
 import hashlib
@@ -12,6 +15,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from conversations.events import broadcast
+from conversations.events.protocol import TokenRevoked
 from conversations.models import ApiToken
 from conversations.services import audit
 from conversations.types import User
@@ -57,7 +62,20 @@ def api_token_revoke(*, token: ApiToken) -> bool:
             audit.record(
                 audit.Event.TOKEN_REVOKED, subject=token.user, token=token.prefix, name=token.name
             )
+            # Robust: the revocation stands if the channel layer is down (its calls then run on
+            # to their end, but no new one is let in).
+            transaction.on_commit(lambda: _announce_revoked(token.pk), robust=True)
     return revoked == 1
+
+
+def _announce_revoked(token_id: int) -> None:
+    broadcast.to_group_from_sync(
+        broadcast.token_group(token_id), TokenRevoked(message_id=None, token_id=token_id)
+    )
+
+
+def api_token_is_active(token_id: int) -> bool:
+    return ApiToken.objects.active().filter(pk=token_id).exists()
 
 
 def api_token_user(key: str) -> User | None:

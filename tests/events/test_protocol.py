@@ -20,6 +20,7 @@ def test_every_event_type_is_in_one_namespace_and_tab_events_have_a_consumer_han
             "chat.cancel",
             "chat.sync",
             "chat.pong",
+            "chat.token_revoked",  # to the gateway's calls made with a token
         }
         == protocol.EVENT_TYPES
     )

@@ -34,7 +34,7 @@ def test_finding_12_a_role_that_is_not_text_is_refused_by_name(role: Any) -> Non
 
     assert refused.value.status == 400
     assert refused.value.param == "messages[0].role"
-    assert "must be system, developer, user or assistant" in refused.value.message
+    assert "must be system, developer, user, assistant or tool" in refused.value.message
 
 
 @pytest.mark.django_db(transaction=True)
