@@ -16,8 +16,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import typing_extensions
-from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessage
-from openai.types.chat import chat_completion, chat_completion_chunk
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChatCompletionMessage,
+    chat_completion,
+    chat_completion_chunk,
+)
 from pydantic import BaseModel
 
 OPENAI_FINISH_REASONS = {"stop", "length", "tool_calls", "content_filter", "function_call"}
@@ -66,8 +71,10 @@ def _type_problems(value: Any, annotation: Any, where: str) -> list[str]:
     if origin is typing.Annotated:
         return _type_problems(value, args[0], where)
     if origin in _UNIONS:
-        # Conforms when one member fits; otherwise say what the closest one found.
-        attempts = [_type_problems(value, member, where) for member in args]
+        # Conforms when one member fits; otherwise say what the closest one found (for a value
+        # that is not null, not that it is not null).
+        members = [m for m in args if value is None or m is not type(None)]
+        attempts = [_type_problems(value, member, where) for member in members]
         return [] if any(not attempt for attempt in attempts) else min(attempts, key=len)
     if origin in _LITERALS:
         return [] if value in args else [f"{where}: {value!r} is not one of {list(args)}"]
@@ -76,11 +83,17 @@ def _type_problems(value: Any, annotation: Any, where: str) -> list[str]:
     if origin is list:
         if not isinstance(value, list):
             return [f"{where}: {type(value).__name__}, not a list"]
-        return [p for i, item in enumerate(value) for p in _type_problems(item, args[0], f"{where}[{i}]")]
+        return [
+            p
+            for i, item in enumerate(value)
+            for p in _type_problems(item, args[0], f"{where}[{i}]")
+        ]
     if origin is dict:
         if not isinstance(value, dict):
             return [f"{where}: {type(value).__name__}, not an object"]
-        return [p for k, item in value.items() for p in _type_problems(item, args[1], f"{where}.{k}")]
+        return [
+            p for k, item in value.items() for p in _type_problems(item, args[1], f"{where}.{k}")
+        ]
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return problems(value, annotation, where)
     return _scalar_problems(value, annotation, where)

@@ -60,9 +60,7 @@ async def answer(server: Gateway, key: str, stream: bool, **body: Any) -> tuple[
 
 
 @STREAMED
-async def test_it_answers_a_plain_reply(
-    conformance: Gateway, alice_key: str, stream: bool
-) -> None:
+async def test_it_answers_a_plain_reply(conformance: Gateway, alice_key: str, stream: bool) -> None:
     text, finish, _ = await answer(conformance, alice_key, stream)
     assert (text, finish) == (full_reply(SHORT), "stop")
 

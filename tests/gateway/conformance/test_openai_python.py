@@ -33,7 +33,11 @@ pytestmark = [
 ]
 
 STREAMED = pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
-EXCEPTIONS = {400: openai.BadRequestError, 401: openai.AuthenticationError, 404: openai.NotFoundError}
+EXCEPTIONS = {
+    400: openai.BadRequestError,
+    401: openai.AuthenticationError,
+    404: openai.NotFoundError,
+}
 
 
 class Python:
@@ -52,7 +56,9 @@ class Python:
             assert_completion(self.tap.last_json())
             (choice,) = completion.choices
             return choice.message.content or "", choice.finish_reason, completion.usage
-        chunks = [chunk async for chunk in await self.sdk.chat.completions.create(**call, stream=True)]
+        chunks = [
+            chunk async for chunk in await self.sdk.chat.completions.create(**call, stream=True)
+        ]
         self.assert_stream_conforms()
         text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
         finish = [c.choices[0].finish_reason for c in chunks if c.choices][-1]
@@ -70,9 +76,7 @@ class Python:
 
 
 @STREAMED
-async def test_it_answers_a_plain_reply(
-    conformance: Gateway, alice_key: str, stream: bool
-) -> None:
+async def test_it_answers_a_plain_reply(conformance: Gateway, alice_key: str, stream: bool) -> None:
     text, finish, _ = await Python(conformance, alice_key).answer(stream)
     assert (text, finish) == (full_reply(SHORT), "stop")
 
