@@ -1,11 +1,14 @@
 """The conformance suite: real clients nobody here wrote (the openai Python and Node SDKs, litellm)
 against one live daphne serving the gateway, every answer held to OpenAI's schema.
 
-One server for the package: the cases agree on its settings, and starting a server per test
-would be most of the suite's time. Its models are scripted: `default` answers six tokens at
-once, `long` writes for 40 s unless something stops it. Each test has its own users and tokens
-(the database is emptied between tests); the limits are out of the way (the refusals of the
-limits have their tests in tests/gateway/test_refusals.py).
+One server and one caller for the package: the cases agree on the server's settings, and
+starting a server, or emptying the database (a transactional test's teardown, most of a short
+case's time), for each case would be most of the suite's time. The caller (a user, her API key,
+her signed-in session) is committed once and deleted with everything of hers at the end; each
+case makes conversations of its own and waits for its replies to settle, so the cases pass in
+any order. The server's models are scripted: `default` answers six tokens at once, `long` writes
+for 40 s unless something stops it. The limits are out of the way (the limits' refusals have
+their tests in tests/gateway/test_refusals.py).
 """
 
 from __future__ import annotations
@@ -14,12 +17,16 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from django.contrib.auth import get_user_model
+from django.contrib.sessions.models import Session
 
 from conversations.models import Conversation, Message
+from conversations.services.tokens import api_token_create
 from tests.gateway.conftest import RECORDING_APP, Gateway, eventually
 from tests.support import servers as live
 from tests.support.replies import wait_until_settled
@@ -75,28 +82,49 @@ def conformance(
         yield Gateway(process)
 
 
-def key_for(case: str, key: str) -> str:
-    return key + "x" if case == "bad_key" else key
+@dataclass(frozen=True)
+class Caller:
+    user: Any
+    key: str  # her API token
+    cookie: str  # her signed-in session, for a chat tab
+
+    def key_for(self, case: str) -> str:
+        """Her key, or for the bad_key refusal one that is not a token."""
+        return self.key + "x" if case == "bad_key" else self.key
+
+
+@pytest.fixture(scope="package")
+def caller(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Caller]:
+    """The package's one caller, committed so that the server sees her."""
+    name = f"conformance-{uuid.uuid4().hex[:8]}"
+    with django_db_blocker.unblock():
+        user = get_user_model().objects.create_user(name, f"{name}@example.com", "password")
+        key = api_token_create(user=user, name="conformance")[1]
+        cookie = session_cookie(user)
+    yield Caller(user, key, cookie)
+    with django_db_blocker.unblock():
+        user.delete()  # and her tokens and conversations
+        Session.objects.filter(session_key=cookie.partition("=")[2]).delete()
 
 
 async def conversation_being_written(owner: Any) -> Conversation:
-    """The owner's conversation whose reply is being written (a non-streamed call's: its id
-    comes with the answer only)."""
+    """The owner's newest conversation whose reply is being written (a non-streamed call's: its
+    id comes with the answer only)."""
 
     def find() -> Conversation | None:
-        return Conversation.objects.filter(
+        writing = Conversation.objects.filter(
             owner=owner, messages__status__in=Message.ACTIVE_STATUSES
-        ).first()
+        )
+        return writing.order_by("-created_at").first()
 
     found: Conversation = await eventually(database_sync_to_async(find))
     return found
 
 
-async def stop_from_tab(server: Gateway, user: Any, conversation_id: Any) -> list[Event]:
-    """The chat page's Stop: a tab of the user's joins the conversation, sees the reply stream,
-    presses Stop and waits for the reply's end. Its events."""
-    cookie = await database_sync_to_async(session_cookie)(user)
-    async with open_socket(server.server, conversation_id, cookie) as ws:
+async def stop_from_tab(server: Gateway, caller: Caller, conversation_id: Any) -> list[Event]:
+    """The chat page's Stop: a tab of the caller's joins the conversation, sees the reply
+    stream, presses Stop and waits for the reply's end. Its events."""
+    async with open_socket(server.server, conversation_id, caller.cookie) as ws:
         tab = LiveSocket(ws)
         seen = await tab.receive_until(lambda event: event["type"] == "message.delta")
         await tab.send(action="cancel")

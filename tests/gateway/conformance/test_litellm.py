@@ -18,9 +18,9 @@ from tests.gateway.conformance.conftest import (
     HELLO,
     REFUSALS,
     SHORT,
+    Caller,
     assert_engine_stopped,
     conversation_being_written,
-    key_for,
     stop_from_tab,
 )
 from tests.gateway.conftest import Gateway
@@ -29,12 +29,15 @@ from tests.support.servers import NEEDS_SHARED_SERVICES
 
 pytestmark = [
     pytest.mark.processes,
-    pytest.mark.django_db(transaction=True),
+    pytest.mark.django_db,  # reads only: the caller and the server's rows are committed
     NEEDS_SHARED_SERVICES,
     # litellm's own use of pydantic, at each streamed usage.
-    pytest.mark.filterwarnings("ignore:Accessing the 'model_computed_fields':DeprecationWarning"),
+    pytest.mark.filterwarnings(
+        "ignore:Accessing the 'model_(computed_)?fields' attribute:DeprecationWarning"
+    ),
 ]
 
+litellm.suppress_debug_info = True  # its "Give Feedback / Get Help" on each refusal
 STREAMED = pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 EXCEPTIONS = {
     400: litellm.BadRequestError,
@@ -76,48 +79,46 @@ def read_stream(chunks: list[Any]) -> tuple[str, Any, Any]:
 
 
 @STREAMED
-async def test_it_answers_a_plain_reply(conformance: Gateway, alice_key: str, stream: bool) -> None:
-    text, finish, _ = await answer(conformance, alice_key, stream)
+async def test_it_answers_a_plain_reply(conformance: Gateway, caller: Caller, stream: bool) -> None:
+    text, finish, _ = await answer(conformance, caller.key, stream)
     assert (text, finish) == (full_reply(SHORT), "stop")
 
 
 @STREAMED
-async def test_it_counts_the_usage(conformance: Gateway, alice_key: str, stream: bool) -> None:
+async def test_it_counts_the_usage(conformance: Gateway, caller: Caller, stream: bool) -> None:
     options = {"stream_options": {"include_usage": True}} if stream else {}
-    _, _, usage = await answer(conformance, alice_key, stream, **options)
+    _, _, usage = await answer(conformance, caller.key, stream, **options)
     assert usage is not None and usage.completion_tokens == SHORT
     assert usage.prompt_tokens > 0 and usage.total_tokens == usage.prompt_tokens + SHORT
 
 
 @STREAMED
 async def test_max_tokens_ends_the_reply_with_length(
-    conformance: Gateway, alice_key: str, stream: bool
+    conformance: Gateway, caller: Caller, stream: bool
 ) -> None:
-    text, finish, _ = await answer(conformance, alice_key, stream, max_tokens=3)
+    text, finish, _ = await answer(conformance, caller.key, stream, max_tokens=3)
     assert (text, finish) == (full_reply(3), "length")
 
 
 @STREAMED
 @pytest.mark.parametrize("case", REFUSALS)
 async def test_a_refusal_is_litellms_own_exception(
-    conformance: Gateway, alice_key: str, stream: bool, case: str
+    conformance: Gateway, caller: Caller, stream: bool, case: str
 ) -> None:
     changes, status, code, param = REFUSALS[case]
     with pytest.raises(EXCEPTIONS[status]) as refused:
-        await answer(conformance, key_for(case, alice_key), stream, **changes)
+        await answer(conformance, caller.key_for(case), stream, **changes)
     assert refused.value.status_code == status
     # litellm keeps the body's error as its `body` for a 400 only; the response it keeps always.
     error = refused.value.response.json()["error"]
     assert (error["code"], error["param"]) == (code, param)
 
 
-async def test_closing_the_stream_stops_the_engine(
-    conformance: Gateway, alice: Any, alice_key: str
-) -> None:
-    stream = await call(conformance, alice_key, True, model="long", messages=GO_ON)
+async def test_closing_the_stream_stops_the_engine(conformance: Gateway, caller: Caller) -> None:
+    stream = await call(conformance, caller.key, True, model="long", messages=GO_ON)
     for _ in range(4):
         await anext(stream)
-    conversation = await conversation_being_written(alice)
+    conversation = await conversation_being_written(caller.user)
     await stream.aclose()
     row = await assert_engine_stopped(conformance, conversation.pk)
     assert row.cancelled_by == "client_disconnect"
@@ -125,23 +126,23 @@ async def test_closing_the_stream_stops_the_engine(
 
 @STREAMED
 async def test_a_reply_stopped_from_a_tab_ends_without_an_error(
-    conformance: Gateway, alice: Any, alice_key: str, stream: bool
+    conformance: Gateway, caller: Caller, stream: bool
 ) -> None:
     # litellm raised InternalServerError / MidStreamFallbackError on finish_reason "abort".
     if stream:
-        chunks = await call(conformance, alice_key, True, model="long", messages=GO_ON)
+        chunks = await call(conformance, caller.key, True, model="long", messages=GO_ON)
         first = await anext(chunks)
-        conversation_id = (await conversation_being_written(alice)).pk
-        await stop_from_tab(conformance, alice, conversation_id)
+        conversation_id = (await conversation_being_written(caller.user)).pk
+        await stop_from_tab(conformance, caller, conversation_id)
         text, finish, _ = read_stream([first, *[chunk async for chunk in chunks]])
     else:
         answered = asyncio.ensure_future(
-            answer(conformance, alice_key, False, model="long", messages=GO_ON)
+            answer(conformance, caller.key, False, model="long", messages=GO_ON)
         )
-        conversation_id = (await conversation_being_written(alice)).pk
-        await stop_from_tab(conformance, alice, conversation_id)
+        conversation_id = (await conversation_being_written(caller.user)).pk
+        await stop_from_tab(conformance, caller, conversation_id)
         text, finish, _ = await answered
 
     row = await assert_engine_stopped(conformance, conversation_id)
-    assert row.cancelled_by == "alice" and text == row.content
+    assert row.cancelled_by == caller.user.username and text == row.content
     assert finish == "stop"

@@ -13,9 +13,9 @@ from tests.gateway.conformance.conftest import (
     HELLO,
     REFUSALS,
     SHORT,
+    Caller,
     assert_engine_stopped,
     conversation_being_written,
-    key_for,
     stop_from_tab,
 )
 from tests.gateway.conformance.openai_schema import assert_chunk, assert_completion
@@ -26,7 +26,7 @@ from tests.support.servers import NEEDS_SHARED_SERVICES
 
 pytestmark = [
     pytest.mark.processes,
-    pytest.mark.django_db(transaction=True),
+    pytest.mark.django_db,  # reads only: the caller and the server's rows are committed
     NEEDS_SHARED_SERVICES,
     NEEDS_NODE,
 ]
@@ -60,44 +60,44 @@ async def answer(server: Gateway, key: str, stream: bool, **body: Any) -> tuple[
 
 
 @STREAMED
-async def test_it_answers_a_plain_reply(conformance: Gateway, alice_key: str, stream: bool) -> None:
-    text, finish, _ = await answer(conformance, alice_key, stream)
+async def test_it_answers_a_plain_reply(conformance: Gateway, caller: Caller, stream: bool) -> None:
+    text, finish, _ = await answer(conformance, caller.key, stream)
     assert (text, finish) == (full_reply(SHORT), "stop")
 
 
 @STREAMED
-async def test_it_counts_the_usage(conformance: Gateway, alice_key: str, stream: bool) -> None:
+async def test_it_counts_the_usage(conformance: Gateway, caller: Caller, stream: bool) -> None:
     options = {"stream_options": {"include_usage": True}} if stream else {}
-    _, _, usage = await answer(conformance, alice_key, stream, **options)
+    _, _, usage = await answer(conformance, caller.key, stream, **options)
     assert usage["completion_tokens"] == SHORT and usage["prompt_tokens"] > 0
     assert usage["total_tokens"] == usage["prompt_tokens"] + SHORT
 
 
 @STREAMED
 async def test_max_tokens_ends_the_reply_with_length(
-    conformance: Gateway, alice_key: str, stream: bool
+    conformance: Gateway, caller: Caller, stream: bool
 ) -> None:
-    text, finish, _ = await answer(conformance, alice_key, stream, max_tokens=3)
+    text, finish, _ = await answer(conformance, caller.key, stream, max_tokens=3)
     assert (text, finish) == (full_reply(3), "length")
 
 
 @STREAMED
 @pytest.mark.parametrize("case", REFUSALS)
 async def test_a_refusal_is_the_sdks_own_exception(
-    conformance: Gateway, alice_key: str, stream: bool, case: str
+    conformance: Gateway, caller: Caller, stream: bool, case: str
 ) -> None:
     changes, status, code, param = REFUSALS[case]
     call = {"model": "default", "messages": HELLO, "stream": stream, **changes}
-    chunks, result = await node_result(base_url(conformance), key_for(case, alice_key), call)
+    chunks, result = await node_result(base_url(conformance), caller.key_for(case), call)
     error = result["error"]
     assert chunks == [] and error["is_api_error"]
     assert (error["class"], error["status"]) == (EXCEPTIONS[status], status)
     assert (error["code"], error["param"]) == (code, param)
 
 
-async def test_closing_the_stream_stops_the_engine(conformance: Gateway, alice_key: str) -> None:
+async def test_closing_the_stream_stops_the_engine(conformance: Gateway, caller: Caller) -> None:
     call = {"model": "long", "messages": GO_ON, "stream": True}
-    async with node_call(base_url(conformance), alice_key, call, close_after=4) as node:
+    async with node_call(base_url(conformance), caller.key, call, close_after=4) as node:
         conversation_id = (await node.headers())["x-chatsite-conversation"]
         result = await node.result()
     assert result == {"event": "result", "closed": True} and len(node.chunks) == 4
@@ -109,19 +109,20 @@ async def test_closing_the_stream_stops_the_engine(conformance: Gateway, alice_k
 
 @STREAMED
 async def test_a_reply_stopped_from_a_tab_ends_with_stop(
-    conformance: Gateway, alice: Any, alice_key: str, stream: bool
+    conformance: Gateway, caller: Caller, stream: bool
 ) -> None:
     call = {"model": "long", "messages": GO_ON, "stream": stream}
-    async with node_call(base_url(conformance), alice_key, call) as node:
+    async with node_call(base_url(conformance), caller.key, call) as node:
         if stream:
             await node.first_chunk()
             conversation_id = (await node.headers())["x-chatsite-conversation"]
         else:
-            conversation_id = (await conversation_being_written(alice)).pk
-        await stop_from_tab(conformance, alice, conversation_id)
+            conversation_id = (await conversation_being_written(caller.user)).pk
+        await stop_from_tab(conformance, caller, conversation_id)
         result = await node.result()
 
     text, finish, _ = answer_of(node.chunks, result)
+    wire = (result["completion"] if "completion" in result else node.chunks[-1])["choices"][0]
     row = await assert_engine_stopped(conformance, conversation_id)
-    assert row.cancelled_by == "alice" and text == row.content
-    assert finish == "stop"
+    assert row.cancelled_by == caller.user.username and text == row.content
+    assert finish == "stop" and wire["chatsite_finish_reason"] == "cancelled"

@@ -15,9 +15,9 @@ from tests.gateway.conformance.conftest import (
     HELLO,
     REFUSALS,
     SHORT,
+    Caller,
     assert_engine_stopped,
     conversation_being_written,
-    key_for,
     stop_from_tab,
 )
 from tests.gateway.conformance.openai_schema import assert_chunk, assert_completion
@@ -28,7 +28,7 @@ from tests.support.servers import NEEDS_SHARED_SERVICES
 
 pytestmark = [
     pytest.mark.processes,
-    pytest.mark.django_db(transaction=True),
+    pytest.mark.django_db,  # reads only: the caller and the server's rows are committed
     NEEDS_SHARED_SERVICES,
 ]
 
@@ -76,42 +76,42 @@ class Python:
 
 
 @STREAMED
-async def test_it_answers_a_plain_reply(conformance: Gateway, alice_key: str, stream: bool) -> None:
-    text, finish, _ = await Python(conformance, alice_key).answer(stream)
+async def test_it_answers_a_plain_reply(conformance: Gateway, caller: Caller, stream: bool) -> None:
+    text, finish, _ = await Python(conformance, caller.key).answer(stream)
     assert (text, finish) == (full_reply(SHORT), "stop")
 
 
 @STREAMED
-async def test_it_counts_the_usage(conformance: Gateway, alice_key: str, stream: bool) -> None:
+async def test_it_counts_the_usage(conformance: Gateway, caller: Caller, stream: bool) -> None:
     options = {"stream_options": {"include_usage": True}} if stream else {}
-    _, _, usage = await Python(conformance, alice_key).answer(stream, **options)
+    _, _, usage = await Python(conformance, caller.key).answer(stream, **options)
     assert usage is not None and usage.completion_tokens == SHORT
     assert usage.prompt_tokens > 0 and usage.total_tokens == usage.prompt_tokens + SHORT
 
 
 @STREAMED
 async def test_max_tokens_ends_the_reply_with_length(
-    conformance: Gateway, alice_key: str, stream: bool
+    conformance: Gateway, caller: Caller, stream: bool
 ) -> None:
-    text, finish, _ = await Python(conformance, alice_key).answer(stream, max_tokens=3)
+    text, finish, _ = await Python(conformance, caller.key).answer(stream, max_tokens=3)
     assert (text, finish) == (full_reply(3), "length")
 
 
 @STREAMED
 @pytest.mark.parametrize("case", REFUSALS)
 async def test_a_refusal_is_the_sdks_own_exception(
-    conformance: Gateway, alice_key: str, stream: bool, case: str
+    conformance: Gateway, caller: Caller, stream: bool, case: str
 ) -> None:
     changes, status, code, param = REFUSALS[case]
-    client = Python(conformance, key_for(case, alice_key))
+    client = Python(conformance, caller.key_for(case))
     with pytest.raises(EXCEPTIONS[status]) as refused:
         await client.answer(stream, **changes)
     assert refused.value.status_code == status
     assert (refused.value.code, refused.value.param) == (code, param)
 
 
-async def test_closing_the_stream_stops_the_engine(conformance: Gateway, alice_key: str) -> None:
-    client = Python(conformance, alice_key)
+async def test_closing_the_stream_stops_the_engine(conformance: Gateway, caller: Caller) -> None:
+    client = Python(conformance, caller.key)
     raw = await client.sdk.chat.completions.with_raw_response.create(
         model="long", messages=GO_ON, stream=True
     )
@@ -126,10 +126,10 @@ async def test_closing_the_stream_stops_the_engine(conformance: Gateway, alice_k
 
 @STREAMED
 async def test_a_reply_stopped_from_a_tab_ends_with_stop(
-    conformance: Gateway, alice: Any, alice_key: str, stream: bool
+    conformance: Gateway, caller: Caller, stream: bool
 ) -> None:
     # OpenAI's finish reasons have no word for it; chatsite's own reason is an extension.
-    client = Python(conformance, alice_key)
+    client = Python(conformance, caller.key)
     if stream:
         raw = await client.sdk.chat.completions.with_raw_response.create(
             model="long", messages=GO_ON, stream=True
@@ -137,21 +137,22 @@ async def test_a_reply_stopped_from_a_tab_ends_with_stop(
         chunks = raw.parse()
         first = await anext(chunks)
         conversation_id = raw.headers["x-chatsite-conversation"]
-        await stop_from_tab(conformance, alice, conversation_id)
+        await stop_from_tab(conformance, caller, conversation_id)
         rest = [chunk async for chunk in chunks]
-        client.assert_stream_conforms()
+        wire = client.assert_stream_conforms()[-1]["choices"][0]  # the last chunk, as sent
         text = "".join(c.choices[0].delta.content or "" for c in [first, *rest] if c.choices)
         finish = rest[-1].choices[0].finish_reason
     else:
         call = asyncio.ensure_future(
             client.sdk.chat.completions.create(model="long", messages=GO_ON)
         )
-        conversation_id = (await conversation_being_written(alice)).pk
-        await stop_from_tab(conformance, alice, conversation_id)
+        conversation_id = (await conversation_being_written(caller.user)).pk
+        await stop_from_tab(conformance, caller, conversation_id)
         completion = await call
         assert_completion(client.tap.last_json())
+        wire = client.tap.last_json()["choices"][0]
         text, finish = completion.choices[0].message.content, completion.choices[0].finish_reason
 
     row = await assert_engine_stopped(conformance, conversation_id)
-    assert row.cancelled_by == "alice" and text == row.content
-    assert finish == "stop"
+    assert row.cancelled_by == caller.user.username and text == row.content
+    assert finish == "stop" and wire["chatsite_finish_reason"] == "cancelled"
