@@ -43,7 +43,7 @@ MODELS = [
     {"slug": "default", "backend": "scripted", "options": {"tokens": SHORT, "delay_ms": 2}},
     {"slug": "long", "backend": "scripted", "options": {"tokens": LONG, "delay_ms": 20}},
 ]
-SERVER_SETTINGS = {
+SERVER_SETTINGS: dict[str, Any] = {
     "CHAT_MODELS": json.dumps(MODELS),
     "CHAT_MAX_PROMPT_CHARS": MAX_PROMPT_CHARS,
     "CHAT_SENDS_PER_MINUTE": 100_000,

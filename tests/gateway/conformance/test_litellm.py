@@ -40,9 +40,9 @@ pytestmark = [
 litellm.suppress_debug_info = True  # its "Give Feedback / Get Help" on each refusal
 STREAMED = pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 EXCEPTIONS = {
-    400: litellm.BadRequestError,
-    401: litellm.AuthenticationError,
-    404: litellm.NotFoundError,
+    400: litellm.exceptions.BadRequestError,
+    401: litellm.exceptions.AuthenticationError,
+    404: litellm.exceptions.NotFoundError,
 }
 
 

@@ -115,7 +115,7 @@ async def test_a_reply_stopped_from_a_tab_ends_with_stop(
     async with node_call(base_url(conformance), caller.key, call) as node:
         if stream:
             await node.first_chunk()
-            conversation_id = (await node.headers())["x-chatsite-conversation"]
+            conversation_id: Any = (await node.headers())["x-chatsite-conversation"]
         else:
             conversation_id = (await conversation_being_written(caller.user)).pk
         await stop_from_tab(conformance, caller, conversation_id)

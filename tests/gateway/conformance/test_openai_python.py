@@ -136,7 +136,7 @@ async def test_a_reply_stopped_from_a_tab_ends_with_stop(
         )
         chunks = raw.parse()
         first = await anext(chunks)
-        conversation_id = raw.headers["x-chatsite-conversation"]
+        conversation_id: Any = raw.headers["x-chatsite-conversation"]
         await stop_from_tab(conformance, caller, conversation_id)
         rest = [chunk async for chunk in chunks]
         wire = client.assert_stream_conforms()[-1]["choices"][0]  # the last chunk, as sent
