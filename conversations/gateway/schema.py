@@ -13,8 +13,9 @@ from typing import Any
 
 from django.conf import settings
 
+from conversations.gateway import schema_responses
+from conversations.gateway.endpoints import CONVERSATION_HEADER
 from conversations.gateway.schema_components import COMPONENTS, ref
-from conversations.gateway.views import CONVERSATION_HEADER
 
 TAG = "gateway"
 SECURITY: list[dict[str, list[str]]] = [{"bearerAuth": []}]
@@ -162,11 +163,14 @@ PATHS: dict[str, Any] = {
 }
 
 
+PATHS["/v1/responses"] = schema_responses.operation(PATHS["/v1/chat/completions"]["post"])
+
+
 def add_gateway(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """drf-spectacular's postprocessing hook: the gateway's operations and components."""
     result.setdefault("paths", {}).update(PATHS)
     components = result.setdefault("components", {})
-    components.setdefault("schemas", {}).update(COMPONENTS)
+    components.setdefault("schemas", {}).update({**COMPONENTS, **schema_responses.COMPONENTS})
     components.setdefault("securitySchemes", {}).setdefault(
         "bearerAuth", {"type": "http", "scheme": "bearer"}
     )

@@ -87,12 +87,21 @@ class ChatCall:
 
 
 def parse_chat_call(body: bytes) -> ChatCall:
+    return chat_call_of(json_object(body))
+
+
+def json_object(body: bytes) -> dict[str, Any]:
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):
         raise bad_request("The body is not valid JSON.", code="invalid_json") from None
     if not isinstance(data, dict):
         raise bad_request("The body must be a JSON object.", code="invalid_json")
+    return data
+
+
+def chat_call_of(data: dict[str, Any]) -> ChatCall:
+    """A Chat Completions request body (a JSON object), checked."""
     _refuse_unsupported(data)
     offered, tool_choice = tools_of(data)
     model = data.get("model")

@@ -1,7 +1,7 @@
 """What any OpenAI client may rely on, against a live daphne: CORS for /v1 from an allow-list, an
 x-request-id on every response, a code on every refusal, unsupported fields refused by name and
-harmless ones taken, engine failures as 502/503 with Retry-After, and a clear 404 for the
-Responses API."""
+harmless ones taken, engine failures as 502/503 with Retry-After, and a clear 404 for a
+stored response (the Responses API itself: test_responses.py)."""
 
 from __future__ import annotations
 
@@ -265,12 +265,12 @@ async def test_an_unavailable_engine_is_a_503_with_retry_after(
     assert int(response.headers["retry-after"]) >= 1
 
 
-async def test_the_responses_api_is_refused_naming_chat_completions(
+async def test_a_stored_response_is_not_found_naming_what_to_do(
     gateway: Callable[..., Gateway], alice_key: str
 ) -> None:
     server = gateway()
     with pytest.raises(openai.NotFoundError) as refused:
-        await server.client(alice_key).responses.create(model="default", input="Hello")
+        await server.client(alice_key).responses.retrieve("resp_123")
     error = refused.value.response.json()["error"]
     assert error["code"] == "unknown_url"
-    assert "/v1/chat/completions" in error["message"]
+    assert "POST /v1/responses" in error["message"]

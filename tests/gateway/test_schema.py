@@ -19,6 +19,7 @@ from tests.support.servers import NEEDS_SHARED_SERVICES
 EXAMPLES = 40  # each valid call writes a reply: small, the suite shares its cores
 GATEWAY_OPERATIONS = {
     ("POST", "/v1/chat/completions"),
+    ("POST", "/v1/responses"),
     ("GET", "/v1/models"),
     ("GET", "/v1/models/{model}"),
 }
@@ -63,7 +64,12 @@ def test_the_live_gateway_answers_as_its_schema_says(
     def at_a_real_reply(case: Any) -> None:
         if isinstance(case.body, dict):
             # The generated sampling, stream and stop options on a question that gets a reply.
-            case.body.update(model="default", messages=[{"role": "user", "content": "Hello"}])
+            hello: dict[str, Any] = (
+                {"input": "Hello"}
+                if case.operation.path == "/v1/responses"
+                else {"messages": [{"role": "user", "content": "Hello"}]}
+            )
+            case.body.update(model="default", **hello)
             case.headers.pop("X-Chatsite-Conversation", None)
         if "model" in (case.path_parameters or {}):
             case.path_parameters["model"] = "default"
