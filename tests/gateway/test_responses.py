@@ -19,7 +19,8 @@ from pydantic import TypeAdapter
 from conversations.models import Conversation, Message
 from tests.gateway.conftest import BOUND_S, Gateway
 from tests.support.replies import full_reply
-from tests.support.servers import NEEDS_SHARED_SERVICES
+from tests.support.servers import NEEDS_SHARED_SERVICES, open_socket, session_cookie
+from tests.support.sockets import LiveSocket, finished
 
 pytestmark = [
     pytest.mark.processes,
@@ -168,3 +169,29 @@ async def test_what_it_does_not_serve_is_refused_by_name(
         error = refused.value.response.json()["error"]
         assert (error["param"], error["code"]) == (param, code), arguments
     assert not await database_sync_to_async(Conversation.objects.filter(owner=alice).exists)()
+
+
+async def test_a_tab_stop_ends_a_streamed_response_as_incomplete(
+    gateway: Callable[..., Gateway], alice: Any, alice_key: str
+) -> None:
+    server = gateway(CHAT_SCRIPTED_TOKENS=2000)
+    raw = await server.client(alice_key).responses.with_raw_response.create(
+        model="default", input="Go on", stream=True
+    )
+    stream = raw.parse()
+    events = [await anext(stream) for _ in range(5)]  # up to the first text delta
+    assert events[-1].type == "response.output_text.delta"
+    cookie = await database_sync_to_async(session_cookie)(alice)
+    async with open_socket(server.server, raw.headers["x-chatsite-conversation"], cookie) as ws:
+        tab = LiveSocket(ws)
+        await tab.receive_until(lambda e: e["type"] == "message.delta")
+        await tab.send(action="cancel")
+        seen = await tab.receive_until(finished)
+    events += [event async for event in stream]
+
+    last = events[-1]
+    assert last.type == "response.incomplete"
+    assert last.response.status == "incomplete"
+    assert last.response.model_extra == {"chatsite_finish_reason": "cancelled"}
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert text == last.response.output_text == seen[-1]["message"]["content"]
