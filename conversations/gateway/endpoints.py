@@ -13,13 +13,13 @@ import asyncio
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from conversations.engines import catalogue, specs
@@ -35,7 +35,7 @@ from conversations.gateway.errors import (
 )
 from conversations.gateway.files import read_call_files
 from conversations.gateway.request_ids import adopt_reply_id, request_id_of
-from conversations.gateway.revocation import TOKEN_REVOKED, RevocationWatch
+from conversations.gateway.revocation import TOKEN_REVOKED, RevocationWatch, revoked_error
 from conversations.gateway.wire import ChatCall, parse_conversation_header
 from conversations.types import User
 
@@ -132,6 +132,27 @@ async def begin_call(request: HttpRequest, parse: Callable[[bytes], ChatCall]) -
     )
     adopt_reply_id(request, reply.plan.request_id)
     return Begun(call, model, reply, RevocationWatch(token.pk, reply.running))
+
+
+async def respond(
+    begun: Begun,
+    events: Callable[[], AsyncIterator[bytes]],
+    whole: Callable[[MessagePayload], dict[str, Any]],
+) -> HttpResponseBase:
+    """The call's answer in its API's shape: streamed, its `events` (which close `begun` at
+    their end); else, once the reply is over, `whole` of it as saved."""
+    if begun.call.stream:
+        return StreamingHttpResponse(
+            events(), content_type="text/event-stream", headers={**begun.headers, **STREAM_HEADERS}
+        )
+    try:
+        while await begun.reply.next_text() is not None:
+            pass
+        if revoked(begun.reply):
+            raise revoked_error()
+        return JsonResponse(whole(succeeded(begun.reply)), headers=begun.headers)
+    finally:
+        await begun.close()
 
 
 def _housekeeping(request: HttpRequest) -> bool:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 
-from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponseBase
 
 from conversations.gateway.endpoints import (
-    STREAM_HEADERS,
     Begun,
     begin_call,
     endpoint,
+    respond,
     revoked,
     succeeded,
 )
@@ -31,22 +31,10 @@ from conversations.gateway.revocation import revoked_error
 @endpoint("POST")
 async def responses(request: HttpRequest) -> HttpResponseBase:
     begun = await begin_call(request, parse_response_call)
-    reply = begun.reply
-    shape = ResponseShape.of(reply.plan.request_id, int(time.time()), begun.model.slug, begun.call)
-    if begun.call.stream:
-        return StreamingHttpResponse(
-            _events(begun, shape),
-            content_type="text/event-stream",
-            headers={**begun.headers, **STREAM_HEADERS},
-        )
-    try:
-        while await reply.next_text() is not None:
-            pass
-        if revoked(reply):
-            raise revoked_error()
-        return JsonResponse(shape.whole(succeeded(reply)), headers=begun.headers)
-    finally:
-        await begun.close()
+    shape = ResponseShape.of(
+        begun.reply.plan.request_id, int(time.time()), begun.model.slug, begun.call
+    )
+    return await respond(begun, lambda: _events(begun, shape), shape.whole)
 
 
 async def _events(begun: Begun, shape: ResponseShape) -> AsyncIterator[bytes]:

@@ -16,16 +16,16 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
 
 from conversations.engines import catalogue, specs
 from conversations.gateway import auth, sse
 from conversations.gateway.endpoints import (
-    STREAM_HEADERS,
     Begun,
     begin_call,
     endpoint,
     model_of,
+    respond,
     revoked,
     succeeded,
 )
@@ -41,20 +41,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
     completion = sse.Completion.of(
         reply.plan.request_id, int(time.time()), begun.model.slug, call.include_usage
     )
-    if call.stream:
-        return StreamingHttpResponse(
-            _events(begun, completion),
-            content_type="text/event-stream",
-            headers={**begun.headers, **STREAM_HEADERS},
-        )
-    try:
-        while await reply.next_text() is not None:
-            pass
-        if revoked(reply):
-            raise revoked_error()
-        return JsonResponse(completion.whole(succeeded(reply)), headers=begun.headers)
-    finally:
-        await begun.close()
+    return await respond(begun, lambda: _events(begun, completion), completion.whole)
 
 
 async def _events(begun: Begun, completion: sse.Completion) -> AsyncIterator[bytes]:

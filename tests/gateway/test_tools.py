@@ -45,6 +45,19 @@ QUESTION = {"role": "user", "content": "Weather in Paris?"}
 RESULT = "Sunny and 21 degrees"
 
 
+def called_and_answered(call_id: str, arguments: str | None) -> list[dict[str, Any]]:
+    """The assistant's call of get_weather and the tool's RESULT, as a caller sends them back."""
+    call = {"name": "get_weather", "arguments": arguments or ""}
+    return [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": call_id, "type": "function", "function": call}],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": RESULT},
+    ]
+
+
 def rows_of(conversation_id: str) -> list[Message]:
     return list(Message.objects.filter(conversation_id=conversation_id).order_by("id"))
 
@@ -147,18 +160,7 @@ async def test_a_tool_call_streamed_and_a_new_conversation_from_the_whole_histor
         model="agent",
         messages=[
             QUESTION,
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": piece.id,
-                        "type": "function",
-                        "function": {"name": "get_weather", "arguments": piece.function.arguments},
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": piece.id, "content": RESULT},
+            *called_and_answered(piece.id, piece.function.arguments),
         ],
         tools=[WEATHER],
         stream=True,
@@ -263,18 +265,7 @@ async def test_a_real_tool_calling_server_behind_the_gateway(
         model="served",
         messages=[
             QUESTION,
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": piece.id,
-                        "type": "function",
-                        "function": {"name": "get_weather", "arguments": piece.function.arguments},
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": piece.id, "content": RESULT},
+            *called_and_answered(piece.id, piece.function.arguments),
         ],
         tools=[weather],
         tool_choice="none",
