@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from conversations.gateway.wire import MAX_MESSAGES, MAX_STOP_SEQUENCES
+from conversations.gateway.messages import MAX_MESSAGES
+from conversations.gateway.wire import MAX_STOP_SEQUENCES
 
 
 def ref(name: str) -> dict[str, str]:
