@@ -25,7 +25,8 @@ from django.views.decorators.csrf import csrf_exempt
 from conversations.engines import catalogue, specs
 from conversations.events.protocol import MessagePayload
 from conversations.gateway import auth, tools
-from conversations.gateway.calls import CallReply, call_start
+from conversations.gateway.call_reply import CallReply
+from conversations.gateway.calls import call_start
 from conversations.gateway.errors import (
     RETRY_ENGINE_S,
     SERVER_ERROR,

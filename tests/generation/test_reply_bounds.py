@@ -12,7 +12,8 @@ from channels.db import database_sync_to_async
 
 from conversations.engines.catalogue import model_for
 from conversations.events.protocol import Delta, Event
-from conversations.gateway.calls import CallReply, call_start
+from conversations.gateway.call_reply import CallReply
+from conversations.gateway.calls import call_start
 from conversations.gateway.wire import parse_chat_call
 from conversations.generation.coalescer import Coalescer, Frame
 from conversations.generation.listeners import Listener
