@@ -7,7 +7,8 @@ from the most common to none at all.
 
 It times conversations.search.search() in this process (the page's search: the ranked query,
 then the page's snippets, titles and branches) and the API's exact filter with its count, and
-shows which index each query's plan reads. PostgreSQL by default, in a database of its own
+shows which index each query's plan reads; then the pages opened all day at that size, the
+conversation list with its sidebar and a conversation (bench/pages.py). PostgreSQL by default, in a database of its own
 (created if missing); a SQLite URL measures the fallback. The history is made by
 `manage.py seed_search_data` and kept: a later run with the same sizes reuses it.
 """
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import pages
 from bench.server import django_on
 from bench.stats import summary
 
@@ -67,8 +69,10 @@ def main() -> None:
         "messages": args.messages,
         "other_user_messages": _messages_of_others(user),
         "terms": [_measure(user, term, meaning, args.repeat) for term, meaning in TERMS],
+        "pages": pages.measure(user, args.repeat),
     }
     _print(report)
+    pages.print_table(report["pages"])
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2))
