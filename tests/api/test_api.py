@@ -391,6 +391,7 @@ def test_it_serves_the_schema_and_docs_without_any_cdn(alice: Any) -> None:
         "/api/imports/",
         "/api/models/",
         "/v1/chat/completions",  # the gateway (conversations/gateway/schema.py)
+        "/v1/responses",
         "/v1/models",
         "/v1/models/{model}",
     }
