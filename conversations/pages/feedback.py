@@ -1,8 +1,8 @@
 """Feedback on a reply from its chat page: the thumbs up and down in its footer, and the reason
 a thumbs-down asks for (htmx posts; the answer is the rating's part of the footer again)."""
 
-from django.core.exceptions import ValidationError
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST

@@ -13,7 +13,9 @@ from conversations.services.prompt import load_history
 from conversations.types import User
 
 
-def feedback_rate(*, user: User, message: Message, rating: str, reason: str = "") -> Feedback | None:
+def feedback_rate(
+    *, user: User, message: Message, rating: str, reason: str = ""
+) -> Feedback | None:
     """Rate a reply: its rating and reason replace any the user gave it before. An empty
     rating takes the rating back (None is returned).
 
@@ -87,4 +89,3 @@ def evaluation_record(feedback: Feedback) -> dict[str, Any]:
         "created_at": feedback.created_at.isoformat(),
         "updated_at": feedback.updated_at.isoformat(),
     }
-
