@@ -117,7 +117,9 @@ def test_it_exports_the_selected_rated_replies_as_jsonl(
     assert first["settings"]["temperature"] == 0.3
     assert first["created_at"].startswith(str(timezone.now().year))
     # Reading other people's conversations into a file is a view of each, in the audit log.
-    assert AuditEvent.objects.filter(event="staff_view", detail__view="feedback export").count() == 2
+    assert (
+        AuditEvent.objects.filter(event="staff_view", detail__view="feedback export").count() == 2
+    )
 
 
 def test_staff_who_may_not_read_conversations_see_the_ratings_without_their_text(

@@ -96,7 +96,11 @@ def test_it_pages_with_a_signed_cursor(
 
 
 def test_charlie_gets_none_of_alice_s_ratings(
-    charlie_api: Client, alice: Any, charlie: Any, conversation: Conversation, replies: list[Message]
+    charlie_api: Client,
+    alice: Any,
+    charlie: Any,
+    conversation: Conversation,
+    replies: list[Message],
 ) -> None:
     feedback_rate(user=alice, message=replies[0], rating="down", reason="private reason")
     assert lines(charlie_api.get(EXPORT)) == []

@@ -66,7 +66,9 @@ def test_it_saves_a_thumbs_down_and_its_reason_and_shows_them_on_reload(
     assert "Too vague &lt;b&gt;really&lt;/b&gt;</textarea>" in rated  # escaped, never markup
     assert "autofocus" not in rated  # a reload leaves the focus in the composer
     other = page[page.index(f'id="msg-{replies[1].pk}-feedback"') :]
-    assert other.startswith(f'id="msg-{replies[1].pk}-feedback"') and 'data-rating=""' in other[:200]
+    assert (
+        other.startswith(f'id="msg-{replies[1].pk}-feedback"') and 'data-rating=""' in other[:200]
+    )
 
 
 def test_rating_it_again_replaces_the_rating_and_the_pressed_one_takes_it_back(
