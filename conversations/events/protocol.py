@@ -85,7 +85,7 @@ def feedback_payload(message: Message) -> FeedbackPayload | None:
     """A reply's rating where it was looked up: put on it by the page (`shown_feedback`) or
     read with it (`select_related("feedback")`); None otherwise, never a query more."""
     feedback: Feedback | None = message.shown_feedback
-    if feedback is None and Message.feedback.is_cached(message):  # type: ignore[attr-defined]
+    if feedback is None and Message.feedback.is_cached(message):
         feedback = getattr(message, "feedback", None)
     if feedback is None:
         return None

@@ -8,6 +8,7 @@ fixtures.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, expect
@@ -92,7 +93,7 @@ def test_a_thumbs_down_with_a_reason_reaches_the_admin_and_the_exports(
         admin.select_option("select[name=action]", "export_jsonl")
         with admin.expect_download() as download:
             admin.locator('button[name="index"]').first.click()  # the actions' Go
-        lines = open(download.value.path(), encoding="utf-8").read().splitlines()
+        lines = Path(download.value.path()).read_text(encoding="utf-8").splitlines()
         assert [json.loads(line)["reason"] for line in lines] == [REASON]
     finally:
         staff.close()
