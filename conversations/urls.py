@@ -4,6 +4,7 @@ from conversations.pages import (
     account,
     attachments,
     chat,
+    feedback,
     imports,
     join,
     search,
@@ -31,6 +32,11 @@ urlpatterns = [
         "conversations/<uuid:conversation_id>/messages/<int:message_id>/",
         chat.conversation_message,
         name="conversation-message",
+    ),
+    path(
+        "replies/<int:message_id>/feedback/",
+        feedback.message_feedback,
+        name="message-feedback",
     ),
     path(
         "conversations/<uuid:conversation_id>/rename/",

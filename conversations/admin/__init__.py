@@ -9,13 +9,15 @@ permission on conversations (conversations.view_conversation), which brings the 
 - chat_models: the models managed here; shares: share links, which may only be revoked;
 - invitations: one-use links for a person to join, made here;
 - budgets: users' and groups' token budgets, and the ledger of tokens used (read only);
-- audit: the audit log, view only.
+- audit: the audit log, view only;
+- feedback: ratings of replies, each model's approval share, and their JSONL export.
 """
 
 from conversations.admin.audit import AuditEventAdmin
 from conversations.admin.budgets import BudgetAdmin, TokenUsageAdmin
 from conversations.admin.chat_models import ChatModelAdmin, ChatModelForm
 from conversations.admin.conversations import ConversationAdmin, Stats, as_conversations
+from conversations.admin.feedback import FeedbackAdmin
 from conversations.admin.filters import AnyMessageStatusFilter, EngineFilter
 from conversations.admin.invitations import InvitationAdmin
 from conversations.admin.messages import MessageInline
@@ -30,6 +32,7 @@ __all__ = [
     "ChatModelForm",
     "ConversationAdmin",
     "EngineFilter",
+    "FeedbackAdmin",
     "InvitationAdmin",
     "MessageInline",
     "ReadOnlyMixin",

@@ -60,8 +60,13 @@ Conversations = TypeVar("Conversations", bound=QuerySet[Conversation])
 
 
 def messages_in_order() -> Prefetch[Any]:
-    """A conversation's messages in order, each with its attachments (one query more)."""
-    in_order = Message.objects.order_by("created_at", "id").prefetch_related("attachments")
+    """A conversation's messages in order, each with its rating (joined) and its attachments
+    (one query more)."""
+    in_order = (
+        Message.objects.order_by("created_at", "id")
+        .select_related("feedback")
+        .prefetch_related("attachments")
+    )
     return Prefetch("messages", queryset=in_order)
 
 

@@ -6,6 +6,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from conversations.events.protocol import FeedbackPayload, feedback_payload
 from conversations.models import Attachment, Conversation, Message, ShareLink
 from conversations.services import branches
 
@@ -37,6 +38,9 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
     duration_s = serializers.FloatField(read_only=True, allow_null=True)
     attachments = AttachmentSerializer(
         many=True, read_only=True, help_text="The files a user message was sent with."
+    )
+    feedback = serializers.SerializerMethodField(
+        help_text="Your rating of a reply: {rating: up or down, reason}; null when not rated."
     )
 
     class Meta:
@@ -73,8 +77,22 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "attachments",
             "tool_calls",
             "tool_call_id",
+            "feedback",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(
+        {
+            "type": "object",
+            "nullable": True,
+            "properties": {
+                "rating": {"type": "string", "enum": ["up", "down"]},
+                "reason": {"type": "string"},
+            },
+        }
+    )
+    def get_feedback(self, message: Message) -> FeedbackPayload | None:
+        return feedback_payload(message)
 
     def get_version(self, message: Message) -> list[int | None] | None:
         return message.version.as_list() if message.version is not None else None

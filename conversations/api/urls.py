@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from conversations.api import catalogue, conversations, downloads, imports, shares
+from conversations.api import catalogue, conversations, downloads, feedback, imports, shares
 from conversations.api.permissions import DocsAccess
 
 urlpatterns = [
@@ -28,6 +28,7 @@ urlpatterns = [
     ),
     path("models/", catalogue.ModelList.as_view(), name="api-model-list"),
     path("export.jsonl", downloads.JsonlExport.as_view(), name="api-export-jsonl"),
+    path("feedback.jsonl", feedback.FeedbackExport.as_view(), name="api-feedback-jsonl"),
     path("imports/", imports.ImportCreate.as_view(), name="api-import"),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[DocsAccess]), name="api-schema"),
     path(

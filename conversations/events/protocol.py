@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypedDict, TypeVar
 
-from conversations.models import Attachment, Message
+from conversations.models import Attachment, Feedback, Message
+
+
+class FeedbackPayload(TypedDict):
+    """Its owner's rating of a reply."""
+
+    rating: str  # "up" or "down"
+    reason: str
 
 
 class AttachmentPayload(TypedDict):
@@ -70,6 +77,19 @@ class MessagePayload(TypedDict):
     # message's call it answers (see Message.tool_calls).
     tool_calls: list[dict[str, Any]]
     tool_call_id: str
+    # The owner's rating of a reply; None when not rated, or not looked up.
+    feedback: FeedbackPayload | None
+
+
+def feedback_payload(message: Message) -> FeedbackPayload | None:
+    """A reply's rating where it was looked up: put on it by the page (`shown_feedback`) or
+    read with it (`select_related("feedback")`); None otherwise, never a query more."""
+    feedback: Feedback | None = message.shown_feedback
+    if feedback is None and Message.feedback.is_cached(message):
+        feedback = getattr(message, "feedback", None)
+    if feedback is None:
+        return None
+    return FeedbackPayload(rating=feedback.rating, reason=feedback.reason)
 
 
 def attachment_payload(attachment: Attachment) -> AttachmentPayload:
@@ -113,6 +133,7 @@ def message_payload(message: Message) -> MessagePayload:
         attachments=[attachment_payload(a) for a in message.shown_attachments or ()],
         tool_calls=list(message.tool_calls or ()),
         tool_call_id=message.tool_call_id,
+        feedback=feedback_payload(message),
     )
 
 

@@ -84,7 +84,10 @@ def reply_state(*, conversation: Conversation, message_id: int) -> ReplyState:
 def latest_reply(*, conversation: Conversation) -> Message | None:
     """The conversation's newest reply, after settling any whose process died."""
     replies_mark_interrupted(conversation=conversation)
-    latest = conversation.messages.filter(role=Message.Role.ASSISTANT).last()
+    # Its rating with it: a tab re-renders the reply it opens on, pressed thumbs included.
+    latest = (
+        conversation.messages.filter(role=Message.Role.ASSISTANT).select_related("feedback").last()
+    )
     if latest is not None:
         latest.version = version_of(latest)
     return latest

@@ -16,7 +16,8 @@ here, as Django and the rest of chatsite expect (`from conversations.models impo
 - budgets: Budget, tokens a day and a month for one user or group;
 - audit: AuditEvent, the append-only audit log;
 - attachments: Attachment, a file in a message, with the text read from it, and its Kind;
-- continuations: GatewayPath, a gateway message's path from its root, as a digest.
+- continuations: GatewayPath, a gateway message's path from its root, as a digest;
+- feedback: Feedback, a thumbs up or down on a reply, with its reason, and FeedbackQuerySet.
 """
 
 from conversations.models.attachments import Attachment, AttachmentQuerySet
@@ -25,6 +26,7 @@ from conversations.models.budgets import Budget
 from conversations.models.chat_models import ChatModel
 from conversations.models.continuations import GatewayPath
 from conversations.models.conversations import Conversation, ConversationQuerySet
+from conversations.models.feedback import Feedback, FeedbackQuerySet
 from conversations.models.identities import ExternalIdentity
 from conversations.models.invitations import Invitation, InvitationQuerySet
 from conversations.models.messages import Message, MessageQuerySet
@@ -46,6 +48,8 @@ __all__ = [
     "Conversation",
     "ConversationQuerySet",
     "ExternalIdentity",
+    "Feedback",
+    "FeedbackQuerySet",
     "FirstTokenTimes",
     "GatewayPath",
     "Invitation",

@@ -129,6 +129,9 @@ class Message(models.Model):
     # A user message's attachments as pages and tabs list them, set where they are shown (one
     # query for a branch: services.branches.with_attachments); None: not looked up.
     shown_attachments: list[Any] | None = None
+    # A reply's Feedback from the user looking at it, set where pages show it
+    # (services.feedback.with_feedback); None: not rated, or not looked up.
+    shown_feedback: Any = None
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -27,6 +27,7 @@ from conversations.services.conversations import (
     conversation_rename,
 )
 from conversations.services.errors import TooManyConversations
+from conversations.services.feedback import with_feedback
 from conversations.services.limits import check_create_allowed
 from conversations.types import AuthenticatedHttpRequest, ConversationId, MessageId
 
@@ -112,6 +113,7 @@ def conversation_message(
     conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
     message = get_object_or_404(conversation.messages, pk=message_id)
     message.version = branches.version_of(message)
+    with_feedback([message], user=request.user)
     return render(request, "conversations/_message.html", {"m": message})
 
 
@@ -136,7 +138,7 @@ def _detail_page(
     settings_form: ConversationSettingsForm | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    messages = branches.visible_branch(conversation)
+    messages = with_feedback(branches.visible_branch(conversation), user=request.user)
     choices = [
         ModelChoice(spec, engines.load_state(spec)) for spec in catalogue.models_for(request.user)
     ]

@@ -12,7 +12,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.safestring import SafeString
 
 from conversations.events.protocol import MessagePayload, Started
-from conversations.models import Attachment, Conversation, Message
+from conversations.models import Attachment, Conversation, Feedback, Message
 from conversations.pages.markdown import closed_length
 from conversations.services.branches import Version
 from conversations.sockets.pieces import delta_chars, fits, longest_head, pieces
@@ -212,6 +212,8 @@ def _message(payload: MessagePayload) -> Message:
         )
         for shown in payload.get("attachments") or ()
     ]
+    if rated := payload.get("feedback"):
+        message.shown_feedback = Feedback(rating=rated["rating"], reason=rated["reason"])
     if payload["version"]:
         index, count, previous_id, next_id = payload["version"]
         message.version = Version(int(index or 0), int(count or 0), previous_id, next_id)

@@ -141,6 +141,7 @@ def test_it_round_trips_the_json_export(api: Client, history: Conversation) -> N
         assert (data.pop("version"), data.pop("is_current")) == ([1, 1, None, None], True)
         assert data.pop("parent") == row.parent_id
         assert data.pop("attachments") == []  # tests/attachments export some
+        assert data.pop("feedback") is None  # not rated (tests/api/test_feedback_api.py)
         for field, value in data.items():
             assert value == getattr(row, field), field
 
@@ -388,6 +389,7 @@ def test_it_serves_the_schema_and_docs_without_any_cdn(alice: Any) -> None:
         "/api/conversations/{conversation_id}/shares/",
         "/api/conversations/{conversation_id}/shares/{share_id}/",
         "/api/export.jsonl",
+        "/api/feedback.jsonl",
         "/api/imports/",
         "/api/models/",
         "/v1/chat/completions",  # the gateway (conversations/gateway/schema.py)

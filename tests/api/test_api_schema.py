@@ -54,6 +54,7 @@ def test_it_describes_every_endpoint(schema: Any) -> None:
         ("POST", "/api/conversations/{conversation_id}/shares/"),
         ("DELETE", "/api/conversations/{conversation_id}/shares/{share_id}/"),
         ("GET", "/api/export.jsonl"),
+        ("GET", "/api/feedback.jsonl"),
         ("POST", "/api/imports/"),
         ("GET", "/api/models/"),
     }

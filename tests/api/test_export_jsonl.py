@@ -235,9 +235,11 @@ def test_it_reads_only_the_batches_a_page_needs(api: Client, alice: Any, setting
     assert exports.JSONL_CHUNK_SIZE < len(page) < 2 * exports.JSONL_CHUNK_SIZE
     assert all(len(c["messages"]) == per_conversation for c in page)
     # One query of messages a batch: two batches read, not the ten of the whole history. (The
-    # query of conversations sizes their messages in a subquery, FROM "conversations_message" U0.)
+    # query of conversations sizes their messages in a subquery, FROM "conversations_message" U0;
+    # the messages are read with their ratings, joined.)
     sql = [q["sql"] for q in queries.captured_queries]
-    assert len([q for q in sql if 'FROM "conversations_message" WHERE' in q]) == 2
+    read = 'FROM "conversations_message" LEFT OUTER JOIN "conversations_feedback"'
+    assert len([q for q in sql if read in q]) == 2
     assert len([q for q in sql if 'FROM "conversations_conversation"' in q]) == 1
 
 
