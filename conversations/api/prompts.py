@@ -69,6 +69,7 @@ def _saved(write: Any) -> SavedPrompt:
 
 
 NOT_VISIBLE = OpenApiResponse(description="No such prompt of yours or your groups'.")
+READ_ONLY = OpenApiResponse(description="Shared with you by a group: only its owner changes it.")
 
 
 @extend_schema_view(
@@ -101,28 +102,28 @@ class PromptList(generics.ListCreateAPIView[SavedPrompt]):
 
 
 @extend_schema_view(
-    get=extend_schema(summary="One saved prompt", responses={200: SavedPromptSerializer}),
+    get=extend_schema(
+        summary="One saved prompt, yours or shared with your groups",
+        responses={200: SavedPromptSerializer, 404: NOT_VISIBLE},
+    ),
     patch=extend_schema(
         summary="Change one of your prompts",
         responses={
             200: SavedPromptSerializer,
             400: OpenApiResponse(description="Refused."),
-            403: OpenApiResponse(description="Shared with you: read-only."),
+            403: READ_ONLY,
             404: NOT_VISIBLE,
         },
     ),
-    put=extend_schema(
-        summary="Replace one of your prompts",
-        responses={200: SavedPromptSerializer, 403: OpenApiResponse(), 404: NOT_VISIBLE},
-    ),
     delete=extend_schema(
         summary="Delete one of your prompts",
-        responses={204: None, 403: OpenApiResponse(), 404: NOT_VISIBLE},
+        responses={204: None, 403: READ_ONLY, 404: NOT_VISIBLE},
     ),
 )
 class PromptDetail(generics.RetrieveUpdateDestroyAPIView[SavedPrompt]):
     serializer_class = SavedPromptSerializer
     lookup_url_kwarg = "prompt_id"
+    http_method_names = ["get", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> SavedPromptQuerySet:
         return SavedPrompt.objects.visible_to(self.request.user).select_related("owner")
