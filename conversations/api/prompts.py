@@ -55,7 +55,7 @@ class SavedPromptSerializer(serializers.ModelSerializer[SavedPrompt]):
         extra_kwargs = {"title": {"max_length": None}}
 
     def get_mine(self, prompt: SavedPrompt) -> bool:
-        return prompt.owner_id == self.context["request"].user.pk
+        return bool(prompt.owner_id == self.context["request"].user.pk)
 
 
 def _saved(write: Any) -> SavedPrompt:

@@ -17,6 +17,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from tests.pages import test_browser
 from tests.pages.test_browser import Server, home, new_conversation
+from tests.pages.test_page_ux_browser import serious_violations
 
 pytestmark = [pytest.mark.browser]
 
@@ -168,3 +169,23 @@ def test_escape_closes_the_list_and_keeps_the_text_and_a_plain_prompt_goes_in_at
     expect(box).to_have_value("/summ")
     expect(box).to_be_focused()
     assert page.locator("#messages .message.user").count() == 0
+
+
+def test_axe_finds_no_serious_violations_in_the_library_the_list_and_the_form(
+    server: Server, alice: BrowserContext, library: None
+) -> None:
+    page = home(alice, server.base)
+    page.goto(server.base + "/settings/prompts/")
+    expect(page.get_by_role("heading", name="Prompt library")).to_be_visible()
+    assert serious_violations(page) == []
+
+    page.goto(server.base + "/")
+    new_conversation(page)
+    box = page.locator("#message-box")
+    box.press("/")
+    expect(options(page)).to_have_count(3)
+    assert serious_violations(page) == []
+    box.press_sequentially("summ")
+    box.press("Enter")
+    expect(page.get_by_role("dialog", name="Summarise")).to_be_visible()
+    assert serious_violations(page) == []
