@@ -7,6 +7,7 @@ from conversations.pages import (
     feedback,
     imports,
     join,
+    prompts,
     search,
     shares,
     tokens,
@@ -91,6 +92,14 @@ urlpatterns = [
     path("settings/theme/", chat.theme_view, name="theme"),
     path("settings/tokens/", tokens.api_tokens, name="api-tokens"),
     path("settings/import/", imports.import_view, name="import"),
+    path("settings/prompts/", prompts.prompt_library, name="prompt-library"),
+    path("settings/prompts/choices/", prompts.prompt_choices, name="prompt-choices"),
+    path("settings/prompts/<int:prompt_id>/", prompts.prompt_edit, name="prompt-edit"),
+    path(
+        "settings/prompts/<int:prompt_id>/delete/",
+        prompts.prompt_delete_view,
+        name="prompt-delete",
+    ),
     path(
         "settings/tokens/<int:token_id>/revoke/",
         tokens.api_token_revoke_view,

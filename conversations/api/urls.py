@@ -1,7 +1,15 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from conversations.api import catalogue, conversations, downloads, feedback, imports, shares
+from conversations.api import (
+    catalogue,
+    conversations,
+    downloads,
+    feedback,
+    imports,
+    prompts,
+    shares,
+)
 from conversations.api.permissions import DocsAccess
 
 urlpatterns = [
@@ -27,6 +35,8 @@ urlpatterns = [
         name="api-conversation-share-detail",
     ),
     path("models/", catalogue.ModelList.as_view(), name="api-model-list"),
+    path("prompts/", prompts.PromptList.as_view(), name="api-prompt-list"),
+    path("prompts/<int:prompt_id>/", prompts.PromptDetail.as_view(), name="api-prompt-detail"),
     path("export.jsonl", downloads.JsonlExport.as_view(), name="api-export-jsonl"),
     path("feedback.jsonl", feedback.FeedbackExport.as_view(), name="api-feedback-jsonl"),
     path("imports/", imports.ImportCreate.as_view(), name="api-import"),

@@ -18,6 +18,7 @@ here, as Django and the rest of chatsite expect (`from conversations.models impo
 - attachments: Attachment, a file in a message, with the text read from it, and its Kind;
 - continuations: GatewayPath, a gateway message's path from its root, as a digest;
 - feedback: Feedback, a thumbs up or down on a reply, with its reason, and FeedbackQuerySet.
+- prompts: SavedPrompt, a user's reusable message with `{{name}}` variables, and its queryset.
 """
 
 from conversations.models.attachments import Attachment, AttachmentQuerySet
@@ -31,6 +32,7 @@ from conversations.models.identities import ExternalIdentity
 from conversations.models.invitations import Invitation, InvitationQuerySet
 from conversations.models.messages import Message, MessageQuerySet
 from conversations.models.preferences import UserPreferences
+from conversations.models.prompts import SavedPrompt, SavedPromptQuerySet
 from conversations.models.shares import ShareLink, ShareLinkQuerySet, ShareSnapshot
 from conversations.models.sign_ins import SignIn
 from conversations.models.tokens import ApiToken, ApiTokenQuerySet
@@ -56,6 +58,8 @@ __all__ = [
     "InvitationQuerySet",
     "Message",
     "MessageQuerySet",
+    "SavedPrompt",
+    "SavedPromptQuerySet",
     "ShareLink",
     "ShareLinkQuerySet",
     "ShareSnapshot",

@@ -57,6 +57,11 @@ def test_it_describes_every_endpoint(schema: Any) -> None:
         ("GET", "/api/feedback.jsonl"),
         ("POST", "/api/imports/"),
         ("GET", "/api/models/"),
+        ("GET", "/api/prompts/"),
+        ("POST", "/api/prompts/"),
+        ("GET", "/api/prompts/{prompt_id}/"),
+        ("PATCH", "/api/prompts/{prompt_id}/"),
+        ("DELETE", "/api/prompts/{prompt_id}/"),
     }
 
 
