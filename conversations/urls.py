@@ -6,6 +6,8 @@ from conversations.pages import (
     chat,
     imports,
     join,
+    organise,
+    projects,
     search,
     shares,
     tokens,
@@ -17,6 +19,38 @@ urlpatterns = [
     path("conversations/new/", chat.conversation_new, name="conversation-new"),
     path("conversations/sidebar/", chat.conversation_sidebar_page, name="conversation-sidebar"),
     path("conversations/search/", search.conversation_search, name="conversation-search"),
+    path("archive/", organise.archive, name="archive"),
+    path("projects/new/", projects.project_new, name="project-new"),
+    path("projects/<int:project_id>/", projects.project_detail, name="project-detail"),
+    path("projects/<int:project_id>/edit/", projects.project_change_view, name="project-change"),
+    path(
+        "projects/<int:project_id>/delete/", projects.project_delete_view, name="project-delete"
+    ),
+    path(
+        "projects/<int:project_id>/conversations/<uuid:conversation_id>/",
+        projects.project_conversation_read,
+        name="project-conversation-read",
+    ),
+    path(
+        "projects/<int:project_id>/conversations/new/",
+        projects.project_conversation_new,
+        name="project-conversation-new",
+    ),
+    path(
+        "conversations/<uuid:conversation_id>/pin/",
+        organise.conversation_pin_view,
+        name="conversation-pin",
+    ),
+    path(
+        "conversations/<uuid:conversation_id>/archive/",
+        organise.conversation_archive_view,
+        name="conversation-archive",
+    ),
+    path(
+        "conversations/<uuid:conversation_id>/move/",
+        organise.conversation_move_view,
+        name="conversation-move",
+    ),
     path(
         "conversations/search/messages/<int:message_id>/",
         search.search_show_message,

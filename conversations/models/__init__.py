@@ -16,7 +16,8 @@ here, as Django and the rest of chatsite expect (`from conversations.models impo
 - budgets: Budget, tokens a day and a month for one user or group;
 - audit: AuditEvent, the append-only audit log;
 - attachments: Attachment, a file in a message, with the text read from it, and its Kind;
-- continuations: GatewayPath, a gateway message's path from its root, as a digest.
+- continuations: GatewayPath, a gateway message's path from its root, as a digest;
+- projects: Project, a named group of conversations with the settings new ones start with.
 """
 
 from conversations.models.attachments import Attachment, AttachmentQuerySet
@@ -29,6 +30,7 @@ from conversations.models.identities import ExternalIdentity
 from conversations.models.invitations import Invitation, InvitationQuerySet
 from conversations.models.messages import Message, MessageQuerySet
 from conversations.models.preferences import UserPreferences
+from conversations.models.projects import Project, ProjectQuerySet
 from conversations.models.shares import ShareLink, ShareLinkQuerySet, ShareSnapshot
 from conversations.models.sign_ins import SignIn
 from conversations.models.tokens import ApiToken, ApiTokenQuerySet
@@ -52,6 +54,8 @@ __all__ = [
     "InvitationQuerySet",
     "Message",
     "MessageQuerySet",
+    "Project",
+    "ProjectQuerySet",
     "ShareLink",
     "ShareLinkQuerySet",
     "ShareSnapshot",
