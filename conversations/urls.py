@@ -23,9 +23,7 @@ urlpatterns = [
     path("projects/new/", projects.project_new, name="project-new"),
     path("projects/<int:project_id>/", projects.project_detail, name="project-detail"),
     path("projects/<int:project_id>/edit/", projects.project_change_view, name="project-change"),
-    path(
-        "projects/<int:project_id>/delete/", projects.project_delete_view, name="project-delete"
-    ),
+    path("projects/<int:project_id>/delete/", projects.project_delete_view, name="project-delete"),
     path(
         "projects/<int:project_id>/conversations/<uuid:conversation_id>/",
         projects.project_conversation_read,

@@ -65,7 +65,8 @@ def conversation_archive_view(
 @login_required
 @require_POST
 def conversation_move_view(
-    request: AuthenticatedHttpRequest, conversation_id: ConversationId) -> HttpResponse:
+    request: AuthenticatedHttpRequest, conversation_id: ConversationId
+) -> HttpResponse:
     """Into one of the user's projects (`project`: its id), or out of any (`project` empty)."""
     conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
     wanted = request.POST.get("project", "")

@@ -22,7 +22,7 @@ def sidebar_heads(context: template.Context) -> dict[str, Any]:
         Conversation.objects.visible_to(user)
         .filter(pinned=True, archived=False)
         .newest_first()
-        .only("id", "title", "project_id")
+        .only("id", "title", "pinned", "project_id")
     )
     return {
         "projects": list(Project.objects.visible_to(user).by_name().only("id", "name", "owner")),
@@ -31,6 +31,7 @@ def sidebar_heads(context: template.Context) -> dict[str, Any]:
         "project": context.get("project"),
         "user": user,
         "csrf_token": context.get("csrf_token"),
+        "request": request,
         "here": request.get_full_path(),
     }
 
