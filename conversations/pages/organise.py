@@ -10,6 +10,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from conversations.models import Conversation, Project
+from conversations.pages.chat import sidebar_page
 from conversations.services.conversations import conversation_or_404
 from conversations.services.projects import (
     conversation_archive,
@@ -90,4 +91,8 @@ def archive(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The archived conversations, newest first, a page at a time."""
     archived = Conversation.objects.visible_to(request.user).filter(archived=True).newest_first()
     page = Paginator(archived, ARCHIVE_PAGE_SIZE).get_page(request.GET.get("page", 1))
-    return render(request, "conversations/archive.html", {"archive_page": page})
+    return render(
+        request,
+        "conversations/archive.html",
+        {"archive_page": page, "sidebar": sidebar_page(request, 1)},
+    )

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from conversations.engines import catalogue
 from conversations.models import Conversation, Project
+from conversations.pages.chat import sidebar_page
 from conversations.pages.project_forms import ProjectDeleteForm, ProjectForm
 from conversations.services import branches
 from conversations.services.conversations import conversation_create
@@ -52,7 +53,11 @@ def project_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(
         request,
         "conversations/project_form.html",
-        {"form": form, "model_choices": catalogue.models_for(request.user)},
+        {
+            "form": form,
+            "model_choices": catalogue.models_for(request.user),
+            "sidebar": sidebar_page(request, 1),
+        },
         status=status,
     )
 
@@ -90,6 +95,7 @@ def _project_page(
         request,
         "conversations/project.html",
         {
+            "sidebar": sidebar_page(request, 1),
             "project": project,
             "is_owner": is_owner,
             "form": form,
@@ -166,6 +172,7 @@ def project_conversation_read(
         request,
         "conversations/project_conversation.html",
         {
+            "sidebar": sidebar_page(request, 1),
             "project": project,
             "read_only": conversation,
             "messages": branches.visible_branch(conversation),

@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from conversations.models import Conversation, Message, Project
+from conversations.pages.chat import SIDEBAR_PAGE_SIZE
 
 pytestmark = [pytest.mark.django_db]
 
@@ -180,3 +181,26 @@ def test_old_history_is_grouped_by_month_or_year(alice: Any) -> None:
     year = (timezone.localdate() - timedelta(days=3 * 365)).year
     sidebar = sidebar_of(signed_in(alice))
     assert sidebar.index(f">{year}<") < sidebar.index("Ancient")
+
+
+def test_rows_of_a_later_sidebar_page_come_back_to_the_page_showing_them(alice: Any) -> None:
+    for i in range(SIDEBAR_PAGE_SIZE + 1):
+        chat(alice, f"chat {i}")
+    opened = Conversation.objects.filter(owner=alice).first()
+    assert opened is not None
+    here = opened.get_absolute_url()
+    fragment = signed_in(alice).get(
+        reverse("conversation-sidebar"),
+        {"page": 2},
+        headers={"HX-Request": "true", "HX-Current-URL": f"http://testserver{here}"},
+    )
+    assert f'name="next" value="{here}"' in fragment.content.decode()
+
+
+def test_the_project_and_archive_pages_show_the_whole_sidebar(alice: Any) -> None:
+    chat(alice, "Still listed")
+    project = Project.objects.create(owner=alice, name="P")
+    browser = signed_in(alice)
+    for url in (project.get_absolute_url(), reverse("archive"), reverse("project-new")):
+        page = browser.get(url).content.decode()
+        assert "Still listed" in page[page.index('id="conversation-list"') :], url

@@ -163,3 +163,26 @@ def test_a_drag_onto_a_project_moves_a_conversation_into_it(
 
     expect(page.locator("#conversation-list")).not_to_contain_text("Drag me along")
     assert stored(server, conversation)["project"] == "Drafts"
+
+
+def test_a_drag_from_a_project_s_page_onto_the_list_by_date_takes_it_out(
+    server: Server, alice: BrowserContext
+) -> None:
+    page = home(alice, server.base)
+    page.get_by_role("link", name="New project…").click()
+    page.locator("form.project-form input[name=name]").fill("Leaving")
+    page.get_by_role("button", name="Create project").click()
+    page.get_by_role("button", name="New conversation in Leaving").click()
+    send(page, "Take me out")
+    expect(page.locator("#messages .message.assistant").last).to_have_attribute(
+        "data-status", "complete"
+    )
+    conversation = conversation_id(page)
+    page.locator("#project-list").get_by_role("link", name="Leaving").click()
+
+    row = page.locator(".project-conversations li", has_text="Take me out")
+    row.drag_to(page.locator("#conversation-list"))
+
+    expect(page.locator("#conversation-list")).to_contain_text("Take me out")
+    expect(page.locator(".project-conversations")).not_to_contain_text("Take me out")
+    assert stored(server, conversation)["project"] is None
