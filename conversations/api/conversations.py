@@ -3,7 +3,10 @@ else's answer 404."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, generics
@@ -19,11 +22,16 @@ from conversations.api.serializers import (
     ConversationFilterSerializer,
     ConversationSummarySerializer,
 )
-from conversations.models import Conversation, ConversationQuerySet
+from conversations.models import Conversation, ConversationQuerySet, Project
 from conversations.services.conversations import (
     conversation_configure,
     conversation_delete,
     conversation_rename,
+)
+from conversations.services.projects import (
+    conversation_archive,
+    conversation_move,
+    conversation_pin,
 )
 
 
@@ -62,7 +70,8 @@ class ConversationList(generics.ListAPIView[Conversation]):
     pagination_class = ConversationPagination
 
     def get_queryset(self) -> ConversationQuerySet:
-        return filtered(self.request).newest_first().select_related("owner").with_stats()
+        conversations = filtered(self.request).newest_first()
+        return conversations.select_related("owner", "project").with_stats()
 
 
 @extend_schema_view(
@@ -71,7 +80,8 @@ class ConversationList(generics.ListAPIView[Conversation]):
         responses={200: ConversationDetailSerializer, 404: NOT_YOURS},
     ),
     patch=extend_schema(
-        summary="Rename it, or change its model, system prompt or sampling for the next replies",
+        summary="Rename it, change its model, system prompt or sampling for the next replies, "
+        "or pin, archive or move it",
         description="Each value is checked against the bounds of the model the conversation "
         "will have (see /api/models/); null resets a setting to the model's default.",
         request=ConversationChangeSerializer,
@@ -96,12 +106,14 @@ class ConversationDetail(generics.RetrieveUpdateDestroyAPIView[Conversation]):
     def get_queryset(self) -> QuerySet[Conversation]:
         return exports.with_messages(Conversation.objects.visible_to(self.request.user))
 
+    @transaction.atomic  # a refused value changes nothing, not even the values before it
     def partial_update(self, request: Request, *args: object, **kwargs: object) -> Response:
         conversation = self.get_object()
         incoming = ConversationChangeSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
         changes = dict(incoming.validated_data)
         title = changes.pop("title", None)
+        organising = {name: changes.pop(name) for name in ORGANISING if name in changes}
         if "model" in changes:
             changes["model_slug"] = changes.pop("model")
         try:
@@ -115,6 +127,7 @@ class ConversationDetail(generics.RetrieveUpdateDestroyAPIView[Conversation]):
             ) from None
         if title is not None:
             conversation_rename(conversation=conversation, title=title)
+        organise(conversation, request, organising)
         return Response(self.get_serializer(self.get_object()).data)
 
     def perform_destroy(self, instance: Conversation) -> None:
@@ -122,3 +135,21 @@ class ConversationDetail(generics.RetrieveUpdateDestroyAPIView[Conversation]):
 
 
 _API_NAMES = {"model_slug": "model"}  # the service's field names as the API spells them
+
+ORGANISING = ("pinned", "archived", "project")
+
+
+def organise(conversation: Conversation, request: Request, changes: dict[str, Any]) -> None:
+    """Pin, archive or move it as PATCH asked; a project not the caller's is refused (400)."""
+    if "project" in changes:
+        wanted = changes["project"]
+        project = None
+        if wanted is not None:
+            project = Project.objects.owned_by(request.user).filter(pk=wanted).first()
+            if project is None:
+                raise exceptions.ValidationError({"project": ["No such project of yours."]})
+        conversation_move(conversation=conversation, project=project)
+    if "pinned" in changes:
+        conversation_pin(conversation=conversation, pinned=changes["pinned"])
+    if "archived" in changes:
+        conversation_archive(conversation=conversation, archived=changes["archived"])

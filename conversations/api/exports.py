@@ -71,8 +71,9 @@ def messages_in_order() -> Prefetch[Any]:
 
 
 def with_messages(conversations: Conversations) -> Conversations:
-    """The queryset every export reads: owners joined, messages in order, one query each."""
-    return conversations.select_related("owner").prefetch_related(messages_in_order())
+    """The queryset every export reads: owners and projects joined, messages in order, one
+    query each."""
+    return conversations.select_related("owner", "project").prefetch_related(messages_in_order())
 
 
 def conversation_data(conversation: Conversation) -> dict[str, Any]:
@@ -199,7 +200,7 @@ def jsonl_page(conversations: QuerySet[Conversation], *, max_bytes: int) -> Json
     batch: list[Conversation] = []
     batch_bytes = 0
     headers = (
-        conversations.select_related("owner")
+        conversations.select_related("owner", "project")
         .annotate(export_bytes=estimated_bytes())
         .iterator(chunk_size=JSONL_CHUNK_SIZE)
     )

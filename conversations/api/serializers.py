@@ -103,10 +103,38 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
 
 class ConversationSerializer(serializers.ModelSerializer[Conversation]):
     owner = serializers.CharField(source="owner.get_username", read_only=True)
+    pinned = serializers.BooleanField(read_only=True, help_text="Listed first in the sidebar.")
+    archived = serializers.BooleanField(
+        read_only=True, help_text="Out of the sidebar, on the Archive page."
+    )
+    project = serializers.IntegerField(
+        source="project_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The id of the project it is in; null: none.",
+    )
+    project_name = serializers.CharField(
+        source="project.name",
+        read_only=True,
+        allow_null=True,
+        default=None,
+        help_text="That project's name (an import files it in your project of that name).",
+    )
 
     class Meta:
         model = Conversation
-        fields = ["id", "title", "title_is_custom", "owner", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "title",
+            "title_is_custom",
+            "owner",
+            "created_at",
+            "updated_at",
+            "pinned",
+            "archived",
+            "project",
+            "project_name",
+        ]
         read_only_fields = fields
 
 
@@ -169,6 +197,11 @@ class ConversationChangeSerializer(serializers.Serializer[dict[str, Any]]):
     )
     temperature = serializers.FloatField(required=False, allow_null=True)
     max_tokens = serializers.IntegerField(required=False, allow_null=True)
+    pinned = serializers.BooleanField(required=False)
+    archived = serializers.BooleanField(required=False)
+    project = serializers.IntegerField(
+        required=False, allow_null=True, help_text="The id of a project of yours; null: none."
+    )
 
 
 class ChatModelSerializer(serializers.Serializer[Any]):

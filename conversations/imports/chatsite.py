@@ -67,6 +67,9 @@ def parse(value: Any) -> SourceConversation:
             "model_slug": _char(raw.get("model"), "Its `model`", 50),
             "temperature": _number(raw.get("temperature"), "Its `temperature`"),
             "max_tokens": _count(raw.get("max_tokens"), "Its `max_tokens`"),
+            "pinned": raw.get("pinned") is True,
+            "archived": raw.get("archived") is True,
+            "project_name": _char(raw.get("project_name"), "Its `project_name`", 100),
         },
     )
     parents: dict[str, str | None] = {}

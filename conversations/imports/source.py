@@ -82,7 +82,7 @@ class SourceConversation:
     current_key: str | None = None
     system_prompt: str | None = None
     # More Conversation columns (chatsite's own exports): title_is_custom, model_slug,
-    # temperature, max_tokens.
+    # temperature, max_tokens, pinned, archived, and the name of its project (project_name).
     fields: dict[str, Any] = field(default_factory=dict)
     # Why messages of the source were not kept, and how many for each reason.
     left_out: Counter[str] = field(default_factory=Counter)

@@ -13,7 +13,7 @@ from django.db import connection
 from conversations.engines import catalogue, specs
 from conversations.imports import Format
 from conversations.imports.source import SourceConversation
-from conversations.models import Conversation, Message
+from conversations.models import Conversation, Message, Project
 from conversations.types import User
 
 # Messages per INSERT statement.
@@ -28,6 +28,7 @@ class ConversationWriter:
         self.owner = owner
         self.now = now
         self.usable_models: dict[str, bool] = {}
+        self.projects: dict[str, Project] = {}
 
     def write(self, source: SourceConversation, fmt: Format, title: str) -> Conversation:
         """A new conversation of the owner's holding `source`, titled `title`, of format `fmt`."""
@@ -87,7 +88,21 @@ class ConversationWriter:
             "model_slug": slug if slug and self.usable_models[slug] else "",
             "temperature": temperature if temperature is not None and temperature >= 0 else None,
             "max_tokens": max_tokens if max_tokens else None,
+            "pinned": bool(fields.get("pinned")),
+            "archived": bool(fields.get("archived")),
+            "project": self.project(fields.get("project_name") or ""),
         }
+
+    def project(self, name: str) -> Project | None:
+        """The owner's project of this name, made (without settings) if they have none: an
+        export's project ids are another database's, its names are what a person chose."""
+        name = " ".join(name.split())
+        if not name:
+            return None
+        if name not in self.projects:
+            found = Project.objects.owned_by(self.owner).filter(name=name).order_by("pk").first()
+            self.projects[name] = found or Project.objects.create(owner=self.owner, name=name)
+        return self.projects[name]
 
 
 def _link(rows: Iterable[tuple[int | None, datetime, int]]) -> None:

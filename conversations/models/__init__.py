@@ -19,6 +19,7 @@ here, as Django and the rest of chatsite expect (`from conversations.models impo
 - continuations: GatewayPath, a gateway message's path from its root, as a digest;
 - feedback: Feedback, a thumbs up or down on a reply, with its reason, and FeedbackQuerySet.
 - prompts: SavedPrompt, a user's reusable message with `{{name}}` variables, and its queryset.
+- projects: Project, a named group of conversations with the settings new ones start with.
 """
 
 from conversations.models.attachments import Attachment, AttachmentQuerySet
@@ -32,6 +33,7 @@ from conversations.models.identities import ExternalIdentity
 from conversations.models.invitations import Invitation, InvitationQuerySet
 from conversations.models.messages import Message, MessageQuerySet
 from conversations.models.preferences import UserPreferences
+from conversations.models.projects import Project, ProjectQuerySet
 from conversations.models.prompts import SavedPrompt, SavedPromptQuerySet
 from conversations.models.shares import ShareLink, ShareLinkQuerySet, ShareSnapshot
 from conversations.models.sign_ins import SignIn
@@ -58,6 +60,8 @@ __all__ = [
     "InvitationQuerySet",
     "Message",
     "MessageQuerySet",
+    "Project",
+    "ProjectQuerySet",
     "SavedPrompt",
     "SavedPromptQuerySet",
     "ShareLink",

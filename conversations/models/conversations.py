@@ -109,6 +109,13 @@ class Conversation(models.Model):
     imported_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Organisation: pinned ones head the sidebar, archived ones leave it (for the Archive page),
+    # and a project's are listed under it. None of these moves updated_at.
+    pinned = models.BooleanField(default=False)
+    archived = models.BooleanField(default=False)
+    project = models.ForeignKey(
+        "Project", null=True, blank=True, on_delete=models.SET_NULL, related_name="conversations"
+    )
 
     objects = ConversationQuerySet.as_manager()
 

@@ -42,15 +42,17 @@ def conversation_list(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def conversation_sidebar_page(request: AuthenticatedHttpRequest) -> HttpResponse:
+def conversation_sidebar_page(request: HtmxRequest) -> HttpResponse:
     """The next page of the sidebar, loaded by its "Older conversations" button (htmx)."""
     page = sidebar_page(request, request.GET.get("page", 1))
     # The date group the previous page ended in: its heading is not repeated.
     after_group = request.GET.get("after", "")
+    # Its rows' Pin and Archive come back to the page showing them, not to this fragment.
+    here = request.htmx.current_url_abs_path or ""
     return render(
         request,
         "conversations/_sidebar_page.html",
-        {"sidebar": page, "after_group": after_group},
+        {"sidebar": page, "after_group": after_group, "here": here},
     )
 
 
@@ -58,9 +60,14 @@ def sidebar_page(
     request: AuthenticatedHttpRequest, number: int | str, *, open_id: ConversationId | None = None
 ) -> Page[Conversation]:
     """A page of the user's conversations for the sidebar (every page that shows it, search's
-    too). A page at a time: a user with thousands of conversations still gets a small, fast page."""
+    too). A page at a time: a user with thousands of conversations still gets a small, fast page.
+    Pinned, archived and project conversations are not among them: the sidebar lists the pinned
+    and the projects above these (templatetags.organise), the Archive page the archived."""
     conversations = (
-        Conversation.objects.visible_to(request.user).with_messages_or(open_id).newest_first()
+        Conversation.objects.visible_to(request.user)
+        .filter(pinned=False, archived=False, project=None)
+        .with_messages_or(open_id)
+        .newest_first()
     )
     return Paginator(conversations, SIDEBAR_PAGE_SIZE).get_page(number)
 
@@ -73,7 +80,7 @@ def conversation_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     unused = (
         Conversation.objects.visible_to(request.user)
         .empty()
-        .filter(title="")
+        .filter(title="", project=None, archived=False)
         .newest_first()
         .first()
     )

@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404
 from conversations.engines import catalogue, specs
 from conversations.events import broadcast
 from conversations.events.protocol import Cancel, Deleted
-from conversations.models import Conversation, ConversationQuerySet
+from conversations.models import Conversation, ConversationQuerySet, Project
 from conversations.types import AnyUser, ConversationId, User
 
 MAX_TITLE = 200
@@ -38,8 +38,14 @@ def conversation_or_404(
     return get_object_or_404(conversations.visible_to(user), pk=conversation_id)
 
 
-def conversation_create(*, owner: User, title: str = "") -> Conversation:
-    return Conversation.objects.create(owner=owner, title=title.strip()[:MAX_TITLE])
+def conversation_create(
+    *, owner: User, title: str = "", project: Project | None = None
+) -> Conversation:
+    """A new conversation; one in a project starts with the project's model and settings."""
+    inherited = {name: getattr(project, name) for name in SETTINGS} if project else {}
+    return Conversation.objects.create(
+        owner=owner, title=title.strip()[:MAX_TITLE], project=project, **inherited
+    )
 
 
 def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
@@ -61,11 +67,27 @@ def conversation_configure(
     Each value is checked against the bounds of the model the conversation will have; a
     ValidationError maps each field that is refused to what is wrong with it.
     """
+    spec = checked_settings(user=user, current_slug=conversation.model_slug, changes=changes)
+    for name, value in changes.items():
+        setattr(conversation, name, value)
+    conversation.model_slug = spec.slug
+    conversation.save(update_fields=[*SETTINGS, "updated_at"])
+    return conversation
+
+
+def checked_settings(
+    *, user: AnyUser, current_slug: str, changes: dict[str, Any]
+) -> specs.ModelSpec:
+    """The model that `changes` (of SETTINGS) leave in place of `current_slug`, once each value
+    is checked against its bounds; normalises `changes` in place (a system prompt's line breaks).
+
+    Raises ValidationError mapping each refused field to what is wrong with it.
+    """
     unknown = set(changes) - set(SETTINGS)
     if unknown:
         raise ValueError(f"not settings: {', '.join(sorted(unknown))}")
     try:
-        spec = catalogue.model_for(user, changes.get("model_slug", conversation.model_slug))
+        spec = catalogue.model_for(user, changes.get("model_slug", current_slug))
     except specs.ModelUnavailable as exc:
         raise ValidationError({"model_slug": str(exc)}) from None
     errors = {}
@@ -89,11 +111,7 @@ def conversation_configure(
         )
     if errors:
         raise ValidationError(errors)
-    for name, value in changes.items():
-        setattr(conversation, name, value)
-    conversation.model_slug = spec.slug
-    conversation.save(update_fields=[*SETTINGS, "updated_at"])
-    return conversation
+    return spec
 
 
 def conversation_delete(*, conversation: Conversation) -> None:

@@ -1,7 +1,8 @@
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from django import template
 from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.safestring import SafeString
 
 from conversations.pages.markdown import render_markdown, streaming_parts
@@ -23,8 +24,11 @@ def streaming_parts_filter(text: str) -> tuple[SafeString, str]:
 @register.filter(name="date_group")
 def date_group(moment: datetime) -> str:
     """The sidebar's heading for a conversation last active at `moment`."""
-    today = timezone.localdate()
-    day = timezone.localdate(moment)
+    return date_group_on(timezone.localdate(moment), today=timezone.localdate())
+
+
+def date_group_on(day: date, *, today: date) -> str:
+    """The heading for a conversation last active on `day`, seen on `today`."""
     if day >= today:
         return "Today"
     if day == today - timedelta(days=1):
@@ -33,4 +37,7 @@ def date_group(moment: datetime) -> str:
         return "Previous 7 days"
     if day > today - timedelta(days=30):
         return "Previous 30 days"
-    return "Older"
+    # Older history by month this year, then by year: an imported year of chats is not one heap.
+    if day.year == today.year:
+        return date_format(day, "F")
+    return str(day.year)

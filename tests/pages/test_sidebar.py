@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Any
 
 import pytest
@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from conversations.models import Conversation, Message
 from conversations.pages.chat import SIDEBAR_PAGE_SIZE
+from conversations.templatetags.chat import date_group_on
 
 pytestmark = [pytest.mark.django_db]
 
@@ -74,7 +75,7 @@ def test_conversations_opened_and_left_empty_do_not_pile_up(alice: Any, many: An
 
 def test_the_sidebar_groups_conversations_by_date(alice: Any) -> None:
     now = timezone.now()
-    for title, age in [("fresh", 0), ("yesterday's", 1), ("this week's", 3), ("old", 90)]:
+    for title, age in [("fresh", 0), ("yesterday's", 1), ("this week's", 3), ("old", 800)]:
         conversation = Conversation.objects.create(owner=alice, title=title)
         Message.objects.create(conversation=conversation, role="user", content="hi")
         Conversation.objects.filter(pk=conversation.pk).update(updated_at=now - timedelta(days=age))
@@ -90,12 +91,29 @@ def test_the_sidebar_groups_conversations_by_date(alice: Any) -> None:
             "yesterday&#x27;s",
             "Previous 7 days",
             "this week&#x27;s",
-            "Older",
+            f">{timezone.localdate(now - timedelta(days=800)).year}<",
             ">old<",
         )
     ]
     assert order == sorted(order)
     assert page.count(">Today<") == 1
+
+
+@pytest.mark.parametrize(
+    ("day", "heading"),
+    [
+        (date(2026, 6, 15), "Today"),
+        (date(2026, 6, 14), "Yesterday"),
+        (date(2026, 6, 9), "Previous 7 days"),
+        (date(2026, 5, 17), "Previous 30 days"),
+        (date(2026, 5, 16), "May"),
+        (date(2026, 1, 1), "January"),
+        (date(2025, 12, 31), "2025"),
+        (date(2019, 7, 4), "2019"),
+    ],
+)
+def test_older_history_is_grouped_by_month_this_year_then_by_year(day: date, heading: str) -> None:
+    assert date_group_on(day, today=date(2026, 6, 15)) == heading
 
 
 def test_a_date_heading_is_not_repeated_on_the_next_page(alice: Any, many: Any) -> None:

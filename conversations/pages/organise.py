@@ -1,0 +1,98 @@
+"""A conversation's organising actions (pin, archive, move to a project), from its menu or the
+sidebar, and the Archive page that lists the archived ones."""
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from conversations.models import Conversation, Project
+from conversations.pages.chat import sidebar_page
+from conversations.services.conversations import conversation_or_404
+from conversations.services.projects import (
+    conversation_archive,
+    conversation_move,
+    conversation_pin,
+)
+from conversations.types import AuthenticatedHttpRequest, ConversationId
+
+ARCHIVE_PAGE_SIZE = 50
+
+
+def _back(request: AuthenticatedHttpRequest, conversation: Conversation) -> HttpResponse:
+    """Back to the page the form was on (`next`, if it is this site's), else the conversation."""
+    back = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return redirect(back)
+    return redirect(conversation)
+
+
+def _flag(request: AuthenticatedHttpRequest) -> bool | None:
+    value = request.POST.get("value", "")
+    return {"1": True, "0": False}.get(value)
+
+
+@login_required
+@require_POST
+def conversation_pin_view(
+    request: AuthenticatedHttpRequest, conversation_id: ConversationId
+) -> HttpResponse:
+    conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
+    pinned = _flag(request)
+    if pinned is None:
+        return HttpResponseBadRequest("Say value=1 to pin it or value=0 to unpin it.")
+    conversation_pin(conversation=conversation, pinned=pinned)
+    return _back(request, conversation)
+
+
+@login_required
+@require_POST
+def conversation_archive_view(
+    request: AuthenticatedHttpRequest, conversation_id: ConversationId
+) -> HttpResponse:
+    conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
+    archived = _flag(request)
+    if archived is None:
+        return HttpResponseBadRequest("Say value=1 to archive it or value=0 to restore it.")
+    conversation_archive(conversation=conversation, archived=archived)
+    return _back(request, conversation)
+
+
+@login_required
+@require_POST
+def conversation_move_view(
+    request: AuthenticatedHttpRequest, conversation_id: ConversationId
+) -> HttpResponse:
+    """Into one of the user's projects (`project`: its id), or out of any (`project` empty)."""
+    conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
+    wanted = request.POST.get("project", "")
+    project = None
+    if wanted:
+        if not wanted.isdigit():
+            return HttpResponseBadRequest("Choose one of your projects.")
+        project = Project.objects.owned_by(request.user).filter(pk=int(wanted)).first()
+        if project is None:
+            return HttpResponseBadRequest("Choose one of your projects.")
+    try:
+        conversation_move(conversation=conversation, project=project)
+    except ValidationError as refused:
+        return HttpResponseBadRequest(" ".join(refused.messages))
+    return _back(request, conversation)
+
+
+@login_required
+@require_GET
+def archive(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The archived conversations, newest first, a page at a time."""
+    archived = Conversation.objects.visible_to(request.user).filter(archived=True).newest_first()
+    page = Paginator(archived, ARCHIVE_PAGE_SIZE).get_page(request.GET.get("page", 1))
+    return render(
+        request,
+        "conversations/archive.html",
+        {"archive_page": page, "sidebar": sidebar_page(request, 1)},
+    )
