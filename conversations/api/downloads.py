@@ -54,6 +54,7 @@ class ConversationExport(APIView):
             (200, "application/json"): ConversationDetailSerializer,
             (200, "text/markdown"): OpenApiTypes.STR,
             (200, "text/plain"): OpenApiTypes.STR,
+            (200, "application/zip"): OpenApiTypes.BINARY,
             400: OpenApiResponse(description="Unknown format."),
             404: NOT_YOURS,
         },

@@ -392,6 +392,8 @@ def test_it_serves_the_schema_and_docs_without_any_cdn(alice: Any) -> None:
         "/api/feedback.jsonl",
         "/api/imports/",
         "/api/models/",
+        "/api/prompts/",
+        "/api/prompts/{prompt_id}/",
         "/v1/chat/completions",  # the gateway (conversations/gateway/schema.py)
         "/v1/responses",
         "/v1/models",
