@@ -109,6 +109,9 @@ class Conversation(models.Model):
     imported_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Started as a temporary chat: deleted once its last reply has ended and no tab is open on
+    # it (generation.temporary); its usage and audit rows stay, as for any deleted conversation.
+    temporary = models.BooleanField(default=False)
 
     objects = ConversationQuerySet.as_manager()
 

@@ -67,12 +67,14 @@ def sidebar_page(
 @login_required
 @require_POST
 def conversation_new(request: AuthenticatedHttpRequest) -> HttpResponse:
-    # An untouched conversation of theirs (no message, no title) is offered again: clicking New
-    # twice makes one, not two.
+    # "Temporary chat" posts temporary=1: a chat deleted once unused (generation.temporary).
+    temporary = request.POST.get("temporary") == "1"
+    # An untouched conversation of theirs (no message, no title) of the kind asked for is offered
+    # again: clicking New twice makes one, not two.
     unused = (
         Conversation.objects.visible_to(request.user)
         .empty()
-        .filter(title="")
+        .filter(title="", temporary=temporary)
         .newest_first()
         .first()
     )
@@ -89,7 +91,7 @@ def conversation_new(request: AuthenticatedHttpRequest) -> HttpResponse:
         )
         response["Retry-After"] = str(refused.retry_after)
         return response
-    conversation = conversation_create(owner=request.user)
+    conversation = conversation_create(owner=request.user, temporary=temporary)
     return redirect(conversation)
 
 

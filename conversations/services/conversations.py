@@ -38,8 +38,11 @@ def conversation_or_404(
     return get_object_or_404(conversations.visible_to(user), pk=conversation_id)
 
 
-def conversation_create(*, owner: User, title: str = "") -> Conversation:
-    return Conversation.objects.create(owner=owner, title=title.strip()[:MAX_TITLE])
+def conversation_create(*, owner: User, title: str = "", temporary: bool = False) -> Conversation:
+    """A new conversation; a temporary one is deleted once unused (see generation.temporary)."""
+    return Conversation.objects.create(
+        owner=owner, title=title.strip()[:MAX_TITLE], temporary=temporary
+    )
 
 
 def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
