@@ -88,7 +88,15 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
 
     class Meta:
         model = Conversation
-        fields = ["id", "title", "title_is_custom", "owner", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "title",
+            "title_is_custom",
+            "owner",
+            "created_at",
+            "updated_at",
+            "temporary",
+        ]
         read_only_fields = fields
 
 

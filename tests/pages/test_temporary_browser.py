@@ -7,6 +7,7 @@ fixtures; this module's settings come first, before its `server` copies os.envir
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +25,18 @@ browser = test_browser.browser
 alice_session = test_browser.alice_session
 alice = test_browser.alice
 
+# Short replies: the module is about what happens after them.
+REPLY_TOKENS = 12
+MODELS = [
+    {
+        "slug": "brief",
+        "name": "Brief",
+        "backend": "scripted",
+        "options": {"tokens": REPLY_TOKENS, "delay_ms": 5},
+        "max_tokens": 400,
+    }
+]
+
 # Runs in the server's environment: whether the conversation exists, and alice's usage so far.
 STATE_SCRIPT = """
 import json, sys, django
@@ -38,10 +51,11 @@ print(json.dumps({"exists": Conversation.objects.filter(pk=sys.argv[1]).exists()
 
 
 @pytest.fixture(scope="module", autouse=True)
-def short_grace() -> Iterator[None]:
+def short_grace_and_replies() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         # Long enough for a reload to reconnect, short enough not to keep the test waiting.
         patch.setenv("CHAT_TEMPORARY_GRACE_S", "1")
+        patch.setenv("CHAT_MODELS", json.dumps(MODELS))
         patch.setenv("CHAT_CONVERSATIONS_PER_MINUTE", "1000")
         yield
 
@@ -97,7 +111,7 @@ def test_a_temporary_chat_is_shown_as_such_and_gone_once_its_tab_leaves_its_usag
     # The ledger keeps what the reply used: budgets never give anything back.
     assert after["replies"] == (before["replies"] or 0) + 1
     # Its reply's tokens, and its title's if the model wrote one before the chat went.
-    assert after["tokens"] >= (before["tokens"] or 0) + test_browser.TOKENS
+    assert after["tokens"] >= (before["tokens"] or 0) + REPLY_TOKENS
 
 
 def test_a_temporary_chat_open_in_another_tab_stays_until_that_one_leaves_too(
