@@ -36,6 +36,9 @@ CHAT_FINAL_SAVE_RETRY_S = env_float("CHAT_FINAL_SAVE_RETRY_S", 300.0, minimum=0.
 CHAT_STALL_TIMEOUT_S = env_float("CHAT_STALL_TIMEOUT_S", 120.0, minimum=0.1)
 # A reply nobody has watched for this long (all its tabs closed) is stopped.
 CHAT_DISCONNECT_GRACE_S = env_float("CHAT_DISCONNECT_GRACE_S", 30.0, minimum=0.1)
+# A temporary chat is deleted this long after its last tab left or its last reply ended, if no
+# tab is open on it by then: a reload, or a tab reopened at once, keeps it.
+CHAT_TEMPORARY_GRACE_S = env_float("CHAT_TEMPORARY_GRACE_S", 10.0, minimum=0.0)
 # An active reply whose heartbeat is older than this is marked interrupted (its process died).
 CHAT_HEARTBEAT_TIMEOUT_S = env_float("CHAT_HEARTBEAT_TIMEOUT_S", 10.0, minimum=1.0)
 if CHAT_HEARTBEAT_TIMEOUT_S < 3 * CHAT_FLUSH_INTERVAL_S:
@@ -94,6 +97,10 @@ CHAT_TOKENS_PER_MONTH = env_int("CHAT_TOKENS_PER_MONTH", 0, minimum=0)
 CHAT_STAFF_CAN_READ = env_bool("CHAT_STAFF_CAN_READ", True)
 # Days the audit log keeps a row: `manage.py prune_audit` deletes older ones; 0 keeps them all.
 CHAT_AUDIT_RETENTION_DAYS = env_int("CHAT_AUDIT_RETENTION_DAYS", 365, minimum=0)
+# Days a conversation is kept after its last activity: `manage.py prune_conversations` deletes
+# older ones (pinned ones and those in a project excepted). Empty: kept forever; 0 is refused, as
+# it would mean every conversation.
+CHAT_RETENTION_DAYS: int | None = env_int("CHAT_RETENTION_DAYS", 0, minimum=1) or None
 
 # --- Engines -----------------------------------------------------------------------------------
 

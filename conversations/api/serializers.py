@@ -134,6 +134,7 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
             "archived",
             "project",
             "project_name",
+            "temporary",
         ]
         read_only_fields = fields
 

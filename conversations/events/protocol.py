@@ -4,7 +4,9 @@ A conversation's tabs (consumers) and its running generation talk through these 
 one namespace, `chat.*`, over two channel-layer groups of the conversation:
 
 - to the tabs' group, from the generation: Started, Delta, Snapshot (to one tab), Finished, Ping;
-- to the generation's group, from tabs and services: Cancel, Sync, Pong (Pong to its own channel).
+- to the generation's group, from tabs and services: Cancel, Sync, Pong (Pong to its own channel);
+- to the tabs' group of a temporary chat, from whoever would delete it: AnyoneHere, answered Here
+  on the asker's own channel.
 
 And one group per API token, which the gateway's calls made with it join: TokenRevoked.
 
@@ -255,6 +257,15 @@ class Deleted(Event):
     message_id: None
 
 
+@dataclass(frozen=True)
+class AnyoneHere(Event):
+    """Is a tab open on this temporary chat? Every tab answers Here to `reply_channel`."""
+
+    type = "chat.anyone_here"
+    message_id: None
+    reply_channel: str
+
+
 # To the gateway's calls made with an API token.
 
 
@@ -294,6 +305,15 @@ class Pong(Event):
     message_id: int
 
 
+# To whoever asked AnyoneHere (generation.temporary), on its own channel.
+
+
+@dataclass(frozen=True)
+class Here(Event):
+    type = "chat.here"
+    message_id: None
+
+
 E = TypeVar("E", bound=Event)
 
 TO_TABS: tuple[type[Event], ...] = (
@@ -307,10 +327,12 @@ TO_TABS: tuple[type[Event], ...] = (
     SessionsChanged,
     ModelsLost,
     Deleted,
+    AnyoneHere,
 )
 TO_GENERATION: tuple[type[Event], ...] = (Cancel, Sync, Pong)
 TO_CALLS: tuple[type[Event], ...] = (TokenRevoked,)
-_BY_TYPE = {kind.type: kind for kind in (*TO_TABS, *TO_GENERATION, *TO_CALLS)}
+TO_ASKER: tuple[type[Event], ...] = (Here,)
+_BY_TYPE = {kind.type: kind for kind in (*TO_TABS, *TO_GENERATION, *TO_CALLS, *TO_ASKER)}
 EVENT_TYPES = frozenset(_BY_TYPE)
 TAB_EVENT_TYPES = frozenset(kind.type for kind in TO_TABS)  # what a tab's consumer handles
 

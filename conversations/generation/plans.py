@@ -35,6 +35,8 @@ class ReplyPlan:
     # False: no title request after a first reply (an API call's conversation keeps the first
     # words of its first message, rather than cost the engine a second request per call).
     title_by_model: bool = True
+    # A temporary chat: deleted once this reply has ended, if no tab is open on it by then.
+    temporary: bool = False
 
     def prompt(self, engine: Engine) -> Prompt:
         """The messages the engine is given, counted: the history fitted to its context, and for

@@ -14,7 +14,7 @@ import contextvars
 import logging
 
 from conversations.events.protocol import Finished
-from conversations.generation import rows, titles
+from conversations.generation import rows, temporary, titles
 from conversations.generation.control import Control
 from conversations.generation.endings import Ending, save_final
 from conversations.generation.feed import Feed
@@ -126,6 +126,8 @@ class Generation:
             self._outbox.listeners.end()  # now, not after leaving the group: the reply is over
             await self._control.leave()
             _running.pop(self.plan.message_id, None)
+            if self.plan.temporary:  # the reply that kept it has ended: gone if no tab is left
+                temporary.sweep_later(self.plan.conversation_id)
 
     def _stop_engine(self) -> None:
         self._feed.stop()  # nothing more goes out: the text the tabs were sent is the reply

@@ -280,4 +280,5 @@ def plan(*, conversation: Conversation, saved: Saved, call: CallSettings) -> Rep
         tools=call.tools,
         tool_choice=call.tool_choice,
         title_by_model=call.title_by_model,
+        temporary=conversation.temporary,
     )

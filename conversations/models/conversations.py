@@ -116,6 +116,9 @@ class Conversation(models.Model):
     project = models.ForeignKey(
         "Project", null=True, blank=True, on_delete=models.SET_NULL, related_name="conversations"
     )
+    # Started as a temporary chat: deleted once its last reply has ended and no tab is open on
+    # it (generation.temporary); its usage and audit rows stay, as for any deleted conversation.
+    temporary = models.BooleanField(default=False)
 
     objects = ConversationQuerySet.as_manager()
 

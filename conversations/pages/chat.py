@@ -75,12 +75,14 @@ def sidebar_page(
 @login_required
 @require_POST
 def conversation_new(request: AuthenticatedHttpRequest) -> HttpResponse:
-    # An untouched conversation of theirs (no message, no title) is offered again: clicking New
-    # twice makes one, not two.
+    # "Temporary chat" posts temporary=1: a chat deleted once unused (generation.temporary).
+    temporary = request.POST.get("temporary") == "1"
+    # An untouched conversation of theirs (no message, no title) of the kind asked for is offered
+    # again: clicking New twice makes one, not two.
     unused = (
         Conversation.objects.visible_to(request.user)
         .empty()
-        .filter(title="", project=None, archived=False)
+        .filter(title="", temporary=temporary, project=None, archived=False)
         .newest_first()
         .first()
     )
@@ -97,7 +99,7 @@ def conversation_new(request: AuthenticatedHttpRequest) -> HttpResponse:
         )
         response["Retry-After"] = str(refused.retry_after)
         return response
-    conversation = conversation_create(owner=request.user)
+    conversation = conversation_create(owner=request.user, temporary=temporary)
     return redirect(conversation)
 
 

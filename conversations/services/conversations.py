@@ -39,12 +39,17 @@ def conversation_or_404(
 
 
 def conversation_create(
-    *, owner: User, title: str = "", project: Project | None = None
+    *, owner: User, title: str = "", project: Project | None = None, temporary: bool = False
 ) -> Conversation:
-    """A new conversation; one in a project starts with the project's model and settings."""
+    """A new conversation; one in a project starts with the project's model and settings, a
+    temporary one is deleted once unused (see generation.temporary)."""
     inherited = {name: getattr(project, name) for name in SETTINGS} if project else {}
     return Conversation.objects.create(
-        owner=owner, title=title.strip()[:MAX_TITLE], project=project, **inherited
+        owner=owner,
+        title=title.strip()[:MAX_TITLE],
+        project=project,
+        temporary=temporary,
+        **inherited,
     )
 
 

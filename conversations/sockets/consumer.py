@@ -21,6 +21,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from conversations.events import protocol
+from conversations.generation import temporary
 from conversations.models import Conversation
 from conversations.ops import metrics
 from conversations.services import sessions
@@ -140,6 +141,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
                 )
                 await self.channel_layer.group_discard(user_group(self.user_id), self.channel_name)
                 await self.queue.stop()
+                if self.conversation.temporary:  # gone once no tab is left on it
+                    temporary.sweep_later(self.conversation.pk)
         finally:
             if hasattr(self, "lease"):
                 await self.lease.end()
@@ -219,6 +222,11 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
     async def chat_title(self, message: dict[str, Any]) -> None:
         event = protocol.parse_as(message, protocol.TitleChanged)
         await self._send(self.renderer.title(self.conversation.pk, event.title))
+
+    async def chat_anyone_here(self, message: dict[str, Any]) -> None:
+        """A temporary chat is about to be deleted unless a tab is open on it: this one is."""
+        event = protocol.parse_as(message, protocol.AnyoneHere)
+        await self.stream.here(event.reply_channel)
 
     async def chat_deleted(self, message: dict[str, Any]) -> None:
         """The conversation was deleted (in another tab or through the API): say so, and close."""

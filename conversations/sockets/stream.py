@@ -103,6 +103,14 @@ class TabStream:
         except Exception as exc:  # a full or unreachable channel: the next ping tries again
             logger.warning("pong failed: %r", exc)
 
+    async def here(self, reply_channel: str) -> None:
+        """Someone would delete this temporary chat if no tab were open on it: this one is."""
+        try:
+            await broadcast.to_channel(reply_channel, protocol.Here(message_id=None), attempts=5)
+        except Exception as exc:
+            # Unheard, the chat is deleted under this tab, which then closes as for any deletion.
+            logger.warning("here failed: %r", exc)
+
     def forget(self) -> None:
         """Show nothing more (the socket is closing): events still in flight are dropped."""
         self.tab.forget()

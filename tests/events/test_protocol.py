@@ -21,6 +21,7 @@ def test_every_event_type_is_in_one_namespace_and_tab_events_have_a_consumer_han
             "chat.sync",
             "chat.pong",
             "chat.token_revoked",  # to the gateway's calls made with a token
+            "chat.here",  # to whoever asked whether a temporary chat has a tab open
         }
         == protocol.EVENT_TYPES
     )
