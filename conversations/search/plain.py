@@ -21,7 +21,7 @@ _BREAKS = {"softbreak", "hardbreak"}
 
 def plain_text(markdown: str) -> str:
     """`markdown`'s visible text, its blocks and lines joined by single spaces."""
-    return " ".join(" ".join(_words(_markdown.parse(markdown))).split())
+    return " ".join("".join(_words(_markdown.parse(markdown))).split())
 
 
 def _words(tokens: Iterable[Token]) -> Iterable[str]:
