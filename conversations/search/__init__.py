@@ -134,7 +134,7 @@ def filter_matching(queryset: ConversationQuerySet, text: str) -> ConversationQu
     return contains.matching(queryset, text)
 
 
-def _filtered_only(user: AnyUser, filters: Filters, offset: int) -> list[tuple[Any, None]]:
+def _filtered_only(user: AnyUser, filters: Filters, offset: int) -> list[tuple[Any, int | None]]:
     """Filters and no words: the conversations holding them, as the sidebar lists them."""
     found = (
         Conversation.objects.visible_to(user)

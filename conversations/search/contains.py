@@ -15,9 +15,7 @@ from conversations.search.query import PAGE_SIZE, contains_terms
 from conversations.types import AnyUser
 
 
-def ranked(
-    user: AnyUser, text: str, offset: int, filters: Filters
-) -> list[tuple[Any, int | None]]:
+def ranked(user: AnyUser, text: str, offset: int, filters: Filters) -> list[tuple[Any, int | None]]:
     """As postgresql.ranked: a page and one more of (conversation id, best message id or None)
     of the user's conversations that hold `filters`."""
     words = contains_terms(text)

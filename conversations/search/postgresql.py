@@ -173,9 +173,7 @@ def window_for(text: str) -> int:
     return PHRASE_WINDOW if text.count('"') >= 2 else WINDOW
 
 
-def ranked(
-    owner_id: int, text: str, offset: int, filters: Filters
-) -> list[tuple[Any, int | None]]:
+def ranked(owner_id: int, text: str, offset: int, filters: Filters) -> list[tuple[Any, int | None]]:
     """A page (and one more, to tell if there is a next) of the owner's matching conversations
     that hold `filters`, best first: each conversation's id and its best matching message's
     (None: only its title)."""
