@@ -102,7 +102,11 @@ class ConversationAdmin(StaffReadingAdmin):
             # Finding a conversation by a word of it would read it: titles only.
             return super().get_search_results(request, queryset, search_term)
         # An Exists subquery, so no duplicate rows and no DISTINCT over the annotations.
-        return search.filter_matching(as_conversations(queryset), search_term), False
+        try:
+            return search.filter_matching(as_conversations(queryset), search_term), False
+        except search.FilterError as exc:
+            self.message_user(request, str(exc), level="error")
+            return queryset.none(), False
 
     @admin.display(description="Messages", ordering="message_count")
     def message_count(self, conversation: ConversationWithStats) -> int:

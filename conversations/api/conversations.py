@@ -47,13 +47,17 @@ def filtered(request: Request) -> ConversationQuerySet:
     filters.is_valid(raise_exception=True)
     params = filters.validated_data
     mine = Conversation.objects.visible_to(request.user)
-    return search.filter_matching(mine, params.get("q", "")).in_range(
-        params.get("since"), params.get("until")
-    )
+    try:
+        matching = search.filter_matching(mine, params.get("q", ""))
+    except search.FilterError as exc:
+        raise exceptions.ValidationError({"q": [str(exc)]}) from None
+    return matching.in_range(params.get("since"), params.get("until"))
 
 
 NOT_YOURS = OpenApiResponse(description="No such conversation of yours.")
-BAD_QUERY = OpenApiResponse(description="A filter that is not valid, such as a malformed date.")
+BAD_QUERY = OpenApiResponse(
+    description="A filter that is not valid, such as a malformed date or `pinned:maybe` in q."
+)
 
 
 @extend_schema(

@@ -228,7 +228,12 @@ class ConversationFilterSerializer(serializers.Serializer[dict[str, Any]]):
     """The query string of the list and the JSONL export."""
 
     q = serializers.CharField(
-        required=False, allow_blank=True, max_length=200, help_text="Text in a title or message."
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="Text in a title or message, with any of the filters project:<name>, "
+        "pinned:yes|no, archived:yes|no, model:<slug>, before:YYYY-MM-DD and after:YYYY-MM-DD "
+        '(a quoted value may hold spaces: project:"Q3 plan"). A bad filter value answers 400.',
     )
     since = serializers.DateTimeField(
         required=False, help_text="Last active at or after this time (ISO 8601)."

@@ -38,23 +38,29 @@ def conversation_search(request: HtmxRequest) -> HttpResponse:
         return HttpResponse(errors, status=400, content_type="text/plain; charset=utf-8")
     query = form.cleaned_data["q"]
     page = form.cleaned_data["page"] or 1
+    error = ""
+    try:
+        results = search.search(request.user, query, page=page)
+    except search.FilterError as exc:
+        results, error = search.Results([], False), str(exc)
     context = {
-        "search": {
-            "query": query,
-            "results": search.search(request.user, query, page=page),
-            "next_page": page + 1,
-        }
+        "search": {"query": query, "results": results, "next_page": page + 1, "error": error}
     }
     if request.htmx:
         if not query:
             return HttpResponse("")  # no results: the sidebar shows its list again
-        template = "_search_results.html" if page == 1 else "_search_hits.html"
+        template = "_search_results.html" if page == 1 or error else "_search_hits.html"
+        # A bad filter is answered 200 all the same: htmx swaps in only a success, and the
+        # box's status line is where the user reads what to change as they type.
         return render(request, f"conversations/{template}", context)
     if not query:
         return redirect("conversation-list")
     # The page as the list's, with the results in its sidebar (the list's first page below).
     return render(
-        request, "conversations/list.html", {"sidebar": sidebar_page(request, 1), **context}
+        request,
+        "conversations/list.html",
+        {"sidebar": sidebar_page(request, 1), **context},
+        status=400 if error else 200,
     )
 
 

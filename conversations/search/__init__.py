@@ -15,15 +15,21 @@ matching messages are ranked, so a word found in most messages costs no more tha
 below that (nearly every real query), every match is. Replies count once they have settled
 (see migration 0010).
 
+Filters typed among the words (`project:`, `pinned:`, `archived:`, `model:`, `before:`, `after:`;
+see filters.py) narrow either search to the conversations that hold them; filters alone list
+those conversations, most recently active first. A filter whose value means nothing raises
+FilterError.
+
 On SQLite (the default for a laptop) it is a plain case-insensitive contains query: every word
 must appear in the title or in one message; titles that match come first, then the most recently
 active, and the snippet is cut in Python around the first match. (SQLite's LIKE folds ASCII
 letters only.)
 
 - query: what was typed, cleaned and read as a tsquery or as words to contain;
+- filters: the filters in what was typed, read apart from its free text;
 - postgresql: the `fulltext` lookups and the ranked query;
 - contains: the contains query of SQLite and other databases;
-- snippets: titles and snippets with the matches in <mark>.
+- snippets: titles and snippets with the matches in <mark>, cut from plain text (plain).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from django.utils.safestring import SafeString
 
 from conversations.models import Conversation, ConversationQuerySet, Message
 from conversations.search import contains, postgresql, snippets
+from conversations.search.filters import FilterError, Filters, parse
 from conversations.search.postgresql import ranked_sql, recent_first
 from conversations.search.query import INDEXED_CHARS, MAX_LENGTH, PAGE_SIZE, clean
 from conversations.services import branches
@@ -48,6 +55,7 @@ from conversations.types import AnyUser
 __all__ = [
     "MAX_LENGTH",
     "PAGE_SIZE",
+    "FilterError",
     "Hit",
     "Results",
     "clean",
@@ -74,16 +82,20 @@ class Results:
 
 
 def search(user: AnyUser, text: str, *, page: int = 1) -> Results:
-    """`user`'s conversations matching `text`, best first, a page of PAGE_SIZE at a time."""
-    text = clean(text)
-    if not text or not user.is_authenticated:
+    """`user`'s conversations matching `text`, best first, a page of PAGE_SIZE at a time.
+    FilterError when a filter in it means nothing."""
+    query = parse(clean(text))
+    text = query.text
+    if not (text or query.filters) or not user.is_authenticated:
         return Results([], False)
     offset = (page - 1) * PAGE_SIZE
     full_text = connections["default"].vendor == "postgresql"
-    if full_text:
-        found = postgresql.ranked(user.pk, text, offset)
+    if not text:
+        found = _filtered_only(user, query.filters, offset)
+    elif full_text:
+        found = postgresql.ranked(user.pk, text, offset, query.filters)
     else:
-        found = contains.ranked(user, text, offset)
+        found = contains.ranked(user, text, offset, query.filters)
     has_next = len(found) > PAGE_SIZE
     found = found[:PAGE_SIZE]
     conversations = Conversation.objects.in_bulk([pk for pk, _ in found])
@@ -110,13 +122,28 @@ def search(user: AnyUser, text: str, *, page: int = 1) -> Results:
 def filter_matching(queryset: ConversationQuerySet, text: str) -> ConversationQuerySet:
     """The conversations of `queryset` whose title or any of whose messages matches `text`,
     each once, in the queryset's own order. Exact, not windowed: the API's pages count and
-    its export follows them to the end."""
-    text = clean(text)
+    its export follows them to the end. FilterError when a filter in it means nothing."""
+    query = parse(clean(text))
+    text = query.text
+    if query.filters:
+        queryset = queryset.filter(query.filters.q())
     if not text:
         return queryset
     if connections[queryset.db].vendor == "postgresql":
         return postgresql.matching(queryset, text)
     return contains.matching(queryset, text)
+
+
+def _filtered_only(user: AnyUser, filters: Filters, offset: int) -> list[tuple[Any, int | None]]:
+    """Filters and no words: the conversations holding them, as the sidebar lists them."""
+    found = (
+        Conversation.objects.visible_to(user)
+        .filter(filters.q())
+        .with_messages_or()
+        .newest_first()
+        .values_list("pk", flat=True)
+    )
+    return [(pk, None) for pk in found[offset : offset + PAGE_SIZE + 1]]
 
 
 def _off_branch(found: list[tuple[Conversation, int | None]]) -> set[int]:

@@ -10,12 +10,14 @@ from typing import Any
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, Subquery
 
 from conversations.models import Conversation, ConversationQuerySet, Message
+from conversations.search.filters import Filters
 from conversations.search.query import PAGE_SIZE, contains_terms
 from conversations.types import AnyUser
 
 
-def ranked(user: AnyUser, text: str, offset: int) -> list[tuple[Any, int | None]]:
-    """As postgresql.ranked: a page and one more of (conversation id, best message id or None)."""
+def ranked(user: AnyUser, text: str, offset: int, filters: Filters) -> list[tuple[Any, int | None]]:
+    """As postgresql.ranked: a page and one more of (conversation id, best message id or None)
+    of the user's conversations that hold `filters`."""
     words = contains_terms(text)
     in_title = reduce(and_, (Q(title__icontains=w) for w in words))
     messages = Message.objects.filter(
@@ -23,6 +25,7 @@ def ranked(user: AnyUser, text: str, offset: int) -> list[tuple[Any, int | None]
     ).order_by("-id")
     found = (
         Conversation.objects.visible_to(user)
+        .filter(filters.q())
         .annotate(
             title_matches=ExpressionWrapper(in_title, output_field=BooleanField()),
             best=Subquery(messages.values("pk")[:1]),

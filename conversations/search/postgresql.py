@@ -12,6 +12,7 @@ from django.db.models import Lookup
 from django.db.models.sql.compiler import SQLCompiler
 
 from conversations.models import Conversation, ConversationQuerySet, Message
+from conversations.search.filters import Filters
 from conversations.search.query import PAGE_SIZE, VECTOR, tsquery
 
 WINDOW = 1_000
@@ -94,13 +95,14 @@ def matching(queryset: ConversationQuerySet, text: str) -> ConversationQuerySet:
 # conversations' scores with the titles' (ts_rank's weights: A is 1.0, messages' D 0.1).
 # {order} is how the messages are found (see recent_first). Messages are found by the owner
 # each holds (migration 0012), which the indexes start with, so other users' are never read;
-# their conversation's owner is checked all the same.
+# their conversation's owner is checked all the same. {narrow} and {narrow_c} hold the filters
+# typed, if any, as a condition on the conversation (see narrowed).
 _RANKED = """
 WITH hits AS MATERIALIZED (
     SELECT m.id, m.conversation_id, c.updated_at, m.search_vector
     FROM conversations_message m
     JOIN conversations_conversation c ON c.id = m.conversation_id
-    WHERE m.search_owner_id = %s AND c.owner_id = %s AND m.search_vector @@ {q}
+    WHERE m.search_owner_id = %s AND c.owner_id = %s AND m.search_vector @@ {q}{narrow_c}
     ORDER BY {order}
     LIMIT %s
 ), in_messages AS (
@@ -112,7 +114,7 @@ WITH hits AS MATERIALIZED (
     SELECT id AS conversation_id, updated_at,
         ts_rank(setweight({title_vector}, 'A'), {q}) AS rank
     FROM conversations_conversation
-    WHERE owner_id = %s AND {title_vector} @@ {q}
+    WHERE owner_id = %s AND {title_vector} @@ {q}{narrow}
     ORDER BY updated_at DESC
     LIMIT %s
 )
@@ -125,24 +127,45 @@ LIMIT %s OFFSET %s
 
 
 def ranked_sql(
-    owner_id: int, text: str, offset: int, *, recent_first: bool
+    owner_id: int, text: str, offset: int, *, recent_first: bool, filters: Filters | None = None
 ) -> tuple[str, list[Any]]:
     """The page's query and its parameters (the benchmark EXPLAINs it)."""
     q, q_params = tsquery(text)
+    narrow, narrow_params = narrowed(owner_id, filters or Filters())
     # Newest first walks the owner's messages in their (owner, -id) index (migration 0013: by
     # the id, the planner walked the primary key, everyone's newer messages first). "m.id + 0"
     # is no index's order, so the planner cannot walk one: it takes the GIN index, then sorts
     # what it found.
     order = "- m.id" if recent_first else "m.id + 0 DESC"
-    sql = _RANKED.format(q=q, title_vector=VECTOR.format("title"), order=order)
+    sql = _RANKED.format(
+        q=q,
+        title_vector=VECTOR.format("title"),
+        order=order,
+        narrow=narrow.format(table="conversations_conversation"),
+        narrow_c=narrow.format(table="c"),
+    )
     window = window_for(text)
     params = [
-        owner_id, owner_id, *q_params, window,  # hits
+        owner_id, owner_id, *q_params, *narrow_params, window,  # hits
         *q_params,  # in_messages
-        *q_params, owner_id, *q_params, window,  # in_titles
+        *q_params, owner_id, *q_params, *narrow_params, window,  # in_titles
         PAGE_SIZE + 1, offset,
     ]  # fmt: skip
     return sql, params
+
+
+def narrowed(owner_id: int, filters: Filters) -> tuple[str, list[Any]]:
+    """The filters as SQL to add to a WHERE on the conversations table ({table}: its alias),
+    and its parameters; nothing without filters, so that a plain search's plan is unchanged.
+    The owner's conversations that hold them, as Django writes the query (a project's name
+    is a join)."""
+    if not filters:
+        return "", []
+    holding = Conversation.objects.filter(filters.q(), owner_id=owner_id).order_by().values("pk")
+    sql, params = holding.query.sql_with_params()
+    # The subquery's own braces are no placeholders of format().
+    sql = sql.replace("{", "{{").replace("}", "}}")
+    return f" AND {{table}}.id IN ({sql})", list(params)
 
 
 def window_for(text: str) -> int:
@@ -150,12 +173,13 @@ def window_for(text: str) -> int:
     return PHRASE_WINDOW if text.count('"') >= 2 else WINDOW
 
 
-def ranked(owner_id: int, text: str, offset: int) -> list[tuple[Any, int | None]]:
-    """A page (and one more, to tell if there is a next) of the owner's matching conversations,
-    best first: each conversation's id and its best matching message's (None: only its title)."""
+def ranked(owner_id: int, text: str, offset: int, filters: Filters) -> list[tuple[Any, int | None]]:
+    """A page (and one more, to tell if there is a next) of the owner's matching conversations
+    that hold `filters`, best first: each conversation's id and its best matching message's
+    (None: only its title)."""
     with connections["default"].cursor() as cursor:
         walk = recent_first(cursor, text, owner_id=owner_id)
-        sql, params = ranked_sql(owner_id, text, offset, recent_first=walk)
+        sql, params = ranked_sql(owner_id, text, offset, recent_first=walk, filters=filters)
         cursor.execute(sql, params)
         return [(pk, best) for pk, best in cursor.fetchall()]
 

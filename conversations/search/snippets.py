@@ -1,5 +1,6 @@
 """Snippets: the titles and messages of a page of results, escaped, with the matches in <mark>.
-ts_headline on PostgreSQL; elsewhere cut in Python around the first match."""
+A message's snippet is cut from its plain text (plain.py: its Markdown without the syntax), at
+word boundaries: by ts_headline on PostgreSQL; elsewhere in Python, around the first match."""
 
 from __future__ import annotations
 
@@ -10,13 +11,17 @@ from django.db import connections
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from conversations.search.plain import plain_text
 from conversations.search.query import CONFIG, contains_terms, tsquery
 
 
 def highlight(
     text: str, titles: list[str], messages: dict[int, str]
 ) -> tuple[list[SafeString], dict[int, SafeString]]:
-    """Each title, whole, and each message's text (by id), around its best match."""
+    """Each title, whole, and each message's plain text (by id), around its best match."""
+    if not text:  # only filters: nothing to mark, and no message was matched
+        return [escape(t) for t in titles], {}
+    messages = {pk: plain_text(content) for pk, content in messages.items()}
     if connections["default"].vendor == "postgresql":
         every = headlines(text, titles, list(messages.values()))
         return every[: len(titles)], dict(zip(messages, every[len(titles) :], strict=True))
@@ -71,6 +76,9 @@ def marked(text: str, words: list[str], *, around: int | None) -> SafeString:
         if begin:
             begin = text.find(" ", begin) + 1 or begin  # start at a word
         end = min(len(text), begin + around)
+        space = text.rfind(" ", begin, end + 1) if end < len(text) else -1
+        if space > begin:
+            end = space  # end at a word, not inside one
         text = ("…" if begin else "") + text[begin:end].strip() + ("…" if end < len(text) else "")
     pieces: list[str] = []
     last = 0
