@@ -4,7 +4,9 @@ against one live daphne serving the gateway, every answer held to OpenAI's schem
 One server and one caller for the package: the cases agree on the server's settings, and
 starting a server, or emptying the database (a transactional test's teardown, most of a short
 case's time), for each case would be most of the suite's time. The caller (a user, her API key,
-her signed-in session) is committed once and deleted with everything of hers at the end; each
+her signed-in session) is committed once and deleted with everything of hers at the end, and so
+are the rows her calls left that outlive an account (audit events, usage counts), which other
+tests count; each
 case makes conversations of its own and waits for its replies to settle, so the cases pass in
 any order. The server's models are scripted: `default` answers six tokens at once, `long` writes
 for 40 s unless something stops it. The limits are out of the way (the limits' refusals have
@@ -24,8 +26,9 @@ import pytest
 from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
+from django.db import models
 
-from conversations.models import Conversation, Message
+from conversations.models import AuditEvent, Conversation, FirstTokenTimes, Message, TokenUsage
 from conversations.services.tokens import api_token_create
 from tests.gateway.conftest import RECORDING_APP, Gateway, eventually
 from tests.support import servers as live
@@ -93,11 +96,17 @@ class Caller:
         return self.key + "x" if case == "bad_key" else self.key
 
 
+# Rows kept when an account is deleted (the audit log has no foreign keys, usage keeps its
+# counts): what the package adds to them is taken out again at its end.
+OUTLIVING = (AuditEvent, TokenUsage, FirstTokenTimes)
+
+
 @pytest.fixture(scope="package")
 def caller(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Caller]:
     """The package's one caller, committed so that the server sees her."""
     name = f"conformance-{uuid.uuid4().hex[:8]}"
     with django_db_blocker.unblock():
+        before = {model: _last_pk(model) for model in OUTLIVING}
         user = get_user_model().objects.create_user(name, f"{name}@example.com", "password")
         key = api_token_create(user=user, name="conformance")[1]
         cookie = session_cookie(user)
@@ -105,6 +114,13 @@ def caller(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Caller]:
     with django_db_blocker.unblock():
         user.delete()  # and her tokens and conversations
         Session.objects.filter(session_key=cookie.partition("=")[2]).delete()
+        for model, last in before.items():
+            # A plain queryset: the audit log's own refuses a delete (it is append-only).
+            models.QuerySet(model).filter(pk__gt=last).delete()
+
+
+def _last_pk(model: type[models.Model]) -> int:
+    return models.QuerySet(model).aggregate(last=models.Max("pk"))["last"] or 0
 
 
 async def conversation_being_written(owner: Any) -> Conversation:
