@@ -1,5 +1,6 @@
-"""The pages a person opens all day, at the search bench's size: the conversation list (the
-sidebar's first page), the sidebar's next page, and a conversation opened, each rendered
+"""The pages a person opens all day, at the search bench's size with a team's organisation
+(projects, pins, an archive): the conversation list (the sidebar's first page: projects,
+pinned, the newest by date), the sidebar's next page, and a conversation opened, each rendered
 server-side by the Django test client in this process (no network, no browser: the server's
 share of the wait). Run by `python -m bench.search` on the history it seeds.
 """
@@ -11,6 +12,29 @@ from typing import Any
 from bench.stats import summary
 
 TARGET_P95_MS = 100.0  # issue 29: each of these within 100 ms at p95
+PROJECTS = 25  # the bench user's projects, a conversation in PROJECT_EVERY in one of them
+PROJECT_EVERY = 10
+PINNED = 12
+
+
+def organise(user: Any) -> None:
+    """Give the bench's history the organisation a team's has: PROJECTS projects holding one
+    conversation in PROJECT_EVERY, PINNED pinned ones, one in fifty archived. Done once; the
+    conversations keep their dates (the sidebar's groups stay as seeded)."""
+    from conversations.models import Conversation, Project
+
+    if Project.objects.filter(owner=user).exists():
+        return
+    projects = Project.objects.bulk_create(
+        Project(owner=user, name=f"Project {number}") for number in range(PROJECTS)
+    )
+    ids = list(Conversation.objects.filter(owner=user).order_by("pk").values_list("pk", flat=True))
+    for index, project in enumerate(projects):
+        Conversation.objects.filter(pk__in=ids[index::PROJECTS][::PROJECT_EVERY]).update(
+            project=project
+        )
+    Conversation.objects.filter(pk__in=ids[1::50]).update(archived=True)
+    Conversation.objects.filter(pk__in=ids[3 : 3 + PINNED * 7 : 7]).update(pinned=True)
 
 
 def measure(user: Any, repeat: int) -> list[dict[str, Any]]:
@@ -28,6 +52,7 @@ def measure(user: Any, repeat: int) -> list[dict[str, Any]]:
     settings.DEBUG = False
     client = Client()
     client.force_login(user)
+    organise(user)
     newest = Conversation.objects.filter(owner=user).order_by("-updated_at").first()
     assert newest is not None, "the bench's history has no conversation"
     # The longest conversation: what opening one costs at its worst here.

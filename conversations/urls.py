@@ -22,6 +22,9 @@ urlpatterns = [
     path("conversations/sidebar/", chat.conversation_sidebar_page, name="conversation-sidebar"),
     path("conversations/search/", search.conversation_search, name="conversation-search"),
     path("archive/", organise.archive, name="archive"),
+    path(
+        "conversations/organise/", organise.conversation_row_action, name="conversation-row-action"
+    ),
     path("projects/new/", projects.project_new, name="project-new"),
     path("projects/<int:project_id>/", projects.project_detail, name="project-detail"),
     path("projects/<int:project_id>/edit/", projects.project_change_view, name="project-change"),

@@ -47,12 +47,10 @@ def conversation_sidebar_page(request: HtmxRequest) -> HttpResponse:
     page = sidebar_page(request, request.GET.get("page", 1))
     # The date group the previous page ended in: its heading is not repeated.
     after_group = request.GET.get("after", "")
-    # Its rows' Pin and Archive come back to the page showing them, not to this fragment.
-    here = request.htmx.current_url_abs_path or ""
+    # Its rows' Pin and Archive are buttons of the page's own #row-actions form, which comes
+    # back to the page showing them.
     return render(
-        request,
-        "conversations/_sidebar_page.html",
-        {"sidebar": page, "after_group": after_group, "here": here},
+        request, "conversations/_sidebar_page.html", {"sidebar": page, "after_group": after_group}
     )
 
 

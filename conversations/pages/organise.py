@@ -1,6 +1,9 @@
 """A conversation's organising actions (pin, archive, move to a project), from its menu or the
 sidebar, and the Archive page that lists the archived ones."""
 
+import uuid
+from collections.abc import Callable
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
@@ -61,6 +64,31 @@ def conversation_archive_view(
         return HttpResponseBadRequest("Say value=1 to archive it or value=0 to restore it.")
     conversation_archive(conversation=conversation, archived=archived)
     return _back(request, conversation)
+
+
+# A sidebar row's buttons name their action and carry the conversation's id as its value: one
+# form for the whole sidebar (templates/conversations/_row_menu.html) instead of one a row.
+ROW_ACTIONS: dict[str, Callable[[Conversation], None]] = {
+    "pin": lambda conversation: conversation_pin(conversation=conversation, pinned=True),
+    "unpin": lambda conversation: conversation_pin(conversation=conversation, pinned=False),
+    "archive": lambda conversation: conversation_archive(conversation=conversation, archived=True),
+}
+
+
+@login_required
+@require_POST
+def conversation_row_action(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Pin, unpin or archive the conversation a sidebar row's button names."""
+    for name, action in ROW_ACTIONS.items():
+        if name in request.POST:
+            try:
+                conversation_id = uuid.UUID(request.POST[name])
+            except ValueError:
+                break
+            conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
+            action(conversation)
+            return _back(request, conversation)
+    return HttpResponseBadRequest("Say which conversation to pin, unpin or archive.")
 
 
 @login_required

@@ -10,10 +10,17 @@
     return list ? list.dataset.moveCsrf : "";
   }
 
+  // The Move URL of a conversation: the sidebar's, made for a placeholder id.
+  const PLACEHOLDER = "00000000-0000-0000-0000-000000000000";
+  function moveUrl(id) {
+    const sidebar = document.getElementById("sidebar");
+    return sidebar ? sidebar.dataset.moveUrl.replace(PLACEHOLDER, id) : "";
+  }
+
   document.addEventListener("dragstart", function (event) {
-    const row = event.target.closest && event.target.closest("[data-move-url]");
+    const row = event.target.closest && event.target.closest("[draggable][data-conversation]");
     if (!row) return;
-    event.dataTransfer.setData(TYPE, row.dataset.moveUrl);
+    event.dataTransfer.setData(TYPE, moveUrl(row.dataset.conversation));
     event.dataTransfer.effectAllowed = "move";
   });
 

@@ -156,6 +156,30 @@ def test_nobody_else_organises_alice_s_conversations(alice: Any, charlie: Any) -
     assert Client().get(reverse("archive")).status_code == 302
 
 
+def test_a_sidebar_rows_buttons_pin_unpin_and_archive_the_owner_s_only(
+    alice: Any, charlie: Any
+) -> None:
+    conversation = chat(alice, "Row")
+    url = reverse("conversation-row-action")
+    back = {"next": reverse("archive")}
+    browser = signed_in(alice)
+    assert browser.post(url, {"pin": conversation.pk, **back}).url == reverse("archive")
+    conversation.refresh_from_db()
+    assert conversation.pinned
+    browser.post(url, {"unpin": conversation.pk})
+    browser.post(url, {"archive": conversation.pk})
+    conversation.refresh_from_db()
+    assert (conversation.pinned, conversation.archived) == (False, True)
+    # Nobody else's; a value that is no id, or no action, is refused.
+    assert signed_in(charlie).post(url, {"archive": chat(alice, "Other").pk}).status_code == 404
+    assert browser.post(url, {"pin": "not-an-id"}).status_code == 400
+    assert browser.post(url, {"value": "1"}).status_code == 400
+    assert (
+        signed_in(alice, enforce_csrf_checks=True).post(url, {"pin": conversation.pk}).status_code
+        == 403
+    )
+
+
 def test_pin_needs_a_value_and_a_csrf_token(alice: Any) -> None:
     conversation = chat(alice, "Careful")
     url = reverse("conversation-pin", args=[conversation.pk])
@@ -189,12 +213,15 @@ def test_rows_of_a_later_sidebar_page_come_back_to_the_page_showing_them(alice: 
     opened = Conversation.objects.filter(owner=alice).first()
     assert opened is not None
     here = opened.get_absolute_url()
-    fragment = signed_in(alice).get(
-        reverse("conversation-sidebar"),
-        {"page": 2},
-        headers={"HX-Request": "true", "HX-Current-URL": f"http://testserver{here}"},
-    )
-    assert f'name="next" value="{here}"' in fragment.content.decode()
+    browser = signed_in(alice)
+    page = browser.get(here).content.decode()
+    fragment = browser.get(
+        reverse("conversation-sidebar"), {"page": 2}, headers={"HX-Request": "true"}
+    ).content.decode()
+    # The later page's rows are buttons of the page's one form, which comes back to the page.
+    form = page[page.index('<form id="row-actions"') :]
+    assert f'name="next" value="{here}"' in form[: form.index("</form>")]
+    assert 'form="row-actions"' in fragment and "csrfmiddlewaretoken" not in fragment
 
 
 def test_the_project_and_archive_pages_show_the_whole_sidebar(alice: Any) -> None:
