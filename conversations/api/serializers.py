@@ -6,7 +6,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from conversations.events.protocol import FeedbackPayload, feedback_payload
+from conversations.events.payloads import FeedbackPayload, feedback_payload
 from conversations.models import Attachment, Conversation, Message, ShareLink
 from conversations.services import branches
 

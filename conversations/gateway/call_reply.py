@@ -26,7 +26,8 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from conversations.events.protocol import Delta, Event, Finished, MessagePayload
+from conversations.events.payloads import MessagePayload
+from conversations.events.protocol import Delta, Event, Finished
 from conversations.gateway import continuation
 from conversations.generation import rows
 from conversations.generation.background import spawn

@@ -23,7 +23,7 @@ from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHt
 from django.views.decorators.csrf import csrf_exempt
 
 from conversations.engines import catalogue, specs
-from conversations.events.protocol import MessagePayload
+from conversations.events.payloads import MessagePayload
 from conversations.gateway import auth, tools
 from conversations.gateway.call_reply import CallReply
 from conversations.gateway.calls import call_start

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from conversations.events.protocol import MessagePayload
+from conversations.events.payloads import MessagePayload
 from conversations.gateway.errors import (
     UNSUPPORTED_CONTENT,
     UNSUPPORTED_PARAMETER,

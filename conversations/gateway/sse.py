@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from conversations.events.protocol import MessagePayload
+from conversations.events.payloads import MessagePayload
 
 DONE = b"data: [DONE]\n\n"
 OWN_REASON = "chatsite_finish_reason"  # a choice's extra field: why a stopped reply ended

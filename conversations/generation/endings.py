@@ -11,7 +11,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 
-from conversations.events.protocol import MessagePayload
+from conversations.events.payloads import MessagePayload
 from conversations.generation import rows
 from conversations.generation.plans import ReplyPlan
 from conversations.models import Message

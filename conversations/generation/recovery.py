@@ -18,7 +18,7 @@ from django.db import DatabaseError, connections
 from django.db.models import Q
 from django.utils import timezone
 
-from conversations.events.protocol import MessagePayload, message_payload
+from conversations.events.payloads import MessagePayload, message_payload
 from conversations.models import Conversation, Message
 from conversations.services.branches import version_of
 

@@ -16,7 +16,7 @@ from django.db import DatabaseError, DataError, IntegrityError, InterfaceError, 
 from django.utils import timezone
 
 from conversations.engines.base import StreamResult, token_count
-from conversations.events.protocol import MessagePayload, message_payload
+from conversations.events.payloads import MessagePayload, message_payload
 from conversations.generation.plans import ReplyPlan
 from conversations.generation.recovery import INTERRUPTED_ERROR
 from conversations.models import Conversation, Message

@@ -19,7 +19,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from conversations import engines
-from conversations.events.protocol import Started, message_payload
+from conversations.events.payloads import message_payload
+from conversations.events.protocol import Started
 from conversations.generation import attached
 from conversations.generation.placement import Place, Turn, place, shown_leaf
 from conversations.generation.plans import ReplyPlan

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from conversations.events import broadcast
-from conversations.events.protocol import BranchChanged, MessagePayload, message_payload
+from conversations.events.payloads import MessagePayload, message_payload
+from conversations.events.protocol import BranchChanged
 from conversations.models import Attachment, Conversation, Message
 from conversations.services.errors import ReplyInProgress, SendRefused
 

@@ -11,7 +11,8 @@ from django.urls import reverse
 from django.utils.dateparse import parse_datetime
 from django.utils.safestring import SafeString
 
-from conversations.events.protocol import MessagePayload, Started
+from conversations.events.payloads import MessagePayload
+from conversations.events.protocol import Started
 from conversations.models import Attachment, Conversation, Feedback, Message
 from conversations.pages.markdown import closed_length
 from conversations.services.branches import Version

@@ -14,7 +14,8 @@ import json
 import uuid
 from typing import Any, Protocol
 
-from conversations.events.protocol import MessagePayload, Started
+from conversations.events.payloads import MessagePayload
+from conversations.events.protocol import Started
 from conversations.sockets.pieces import delta_chars, fits, longest_head, pieces
 
 JSON_SUBPROTOCOL = "chatsite.v1.json"

@@ -15,7 +15,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from conversations.events import broadcast, protocol
-from conversations.events.protocol import MessagePayload, message_payload
+from conversations.events.payloads import MessagePayload, message_payload
 from conversations.generation import recovery
 from conversations.models import Conversation
 from conversations.services import branches

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from channels.db import database_sync_to_async
 from django.db import DatabaseError
 
-from conversations.events.protocol import MessagePayload
+from conversations.events.payloads import MessagePayload
 from conversations.generation import recovery, replies
 from conversations.models import Conversation
 from conversations.ops import metrics

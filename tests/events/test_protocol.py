@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from conversations.api.serializers import MessageSerializer
-from conversations.events import protocol
+from conversations.events import payloads, protocol
 from conversations.models import Message
 
 
@@ -51,4 +51,4 @@ def test_the_socket_shows_a_message_exactly_as_the_api_does(conversation: Any) -
         finish_reason="stop",
     )
     reply.refresh_from_db()
-    assert dict(protocol.message_payload(reply)) == dict(MessageSerializer(reply).data)
+    assert dict(payloads.message_payload(reply)) == dict(MessageSerializer(reply).data)

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from conversations.events.protocol import message_payload
+from conversations.events.payloads import message_payload
 from conversations.models import Conversation, Message, UserPreferences
 from conversations.sockets.html_renderer import HtmlRenderer
 

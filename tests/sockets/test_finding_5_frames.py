@@ -19,7 +19,8 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.utils.html import escape
 
-from conversations.events.protocol import Started, message_payload
+from conversations.events.payloads import message_payload
+from conversations.events.protocol import Started
 from conversations.models import Conversation, Message
 from conversations.sockets.html_renderer import HtmlRenderer
 from conversations.sockets.renderers import JsonRenderer

@@ -17,7 +17,7 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from conversations.events.broadcast import generation_group
-from conversations.events.protocol import MessagePayload
+from conversations.events.payloads import MessagePayload
 from conversations.generation import recovery
 from conversations.models import Conversation, Message
 from conversations.sockets.tabs import TabState
