@@ -90,6 +90,7 @@ def test_nothing_matches_says_so(server: Server, alice: BrowserContext) -> None:
     expect(page.locator("#search-results")).to_be_empty()
 
 
+# Its word is not the first test's: the module's tests share the server's database, in any order.
 FILTERS_SEED = """
 import django
 django.setup()
@@ -99,10 +100,10 @@ from conversations.models import Conversation, Message
 User = get_user_model()
 alice, charlie = User.objects.get(username="alice"), User.objects.get(username="charlie")
 for owner, title, model, when, text in [
-    (alice, "Small airships", "smollm2", "2026-03-02", "The **zeppelin** is in [the docs](https://x.example)"),
-    (alice, "Big airships", "qwen-7b", "2026-03-02", "the zeppelin"),
-    (alice, "Old airships", "smollm2", "2025-01-10", "the zeppelin"),
-    (charlie, "Charlie's airships", "smollm2", "2026-03-02", "the zeppelin"),
+    (alice, "Small airships", "smollm2", "2026-03-02", "The **dirigible** is in [the docs](https://x.example)"),
+    (alice, "Big airships", "qwen-7b", "2026-03-02", "the dirigible"),
+    (alice, "Old airships", "smollm2", "2025-01-10", "the dirigible"),
+    (charlie, "Charlie's airships", "smollm2", "2026-03-02", "the dirigible"),
 ]:
     chat = Conversation.objects.create(owner=owner, title=title, model_slug=model)
     Message.objects.create(conversation=chat, role="user", content=text)
@@ -121,22 +122,22 @@ def test_filters_find_the_right_conversations_and_a_bad_one_says_why(
     box = page.locator("#search-box")
     results = page.locator("#search-results .search-hit")
 
-    box.fill("zeppelin model:smollm2 after:2026-01-01")
+    box.fill("dirigible model:smollm2 after:2026-01-01")
 
     expect(results).to_have_count(1)
     expect(results.first.locator(".hit-title")).to_have_text("Small airships")
     # The snippet is the message's text as it reads, not its Markdown.
-    expect(results.first.locator(".hit-snippet")).to_have_text("The zeppelin is in the docs")
+    expect(results.first.locator(".hit-snippet")).to_have_text("The dirigible is in the docs")
 
     box.fill("model:smollm2")  # a filter alone lists what holds it, newest first
     expect(results).to_have_count(2)
     expect(results.locator(".hit-title")).to_have_text(["Small airships", "Old airships"])
 
-    box.fill("zeppelin before:last-week")
+    box.fill("dirigible before:last-week")
     status = page.locator("#search-results [role=alert]")
     expect(status).to_have_text("“before:” takes a date as YYYY-MM-DD, not “last-week”.")
     expect(results).to_have_count(0)
 
-    box.fill("zeppelin before:2026-01-01")
+    box.fill("dirigible before:2026-01-01")
     expect(results).to_have_count(1)
     expect(results.first.locator(".hit-title")).to_have_text("Old airships")
