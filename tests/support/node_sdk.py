@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -20,29 +19,15 @@ from typing import Any
 
 import pytest
 
+from tests.support.npm import NPM, npm_ci_once
+
 SDK_DIR = Path(__file__).resolve().parent / "openai_node"
 NODE = shutil.which("node")
-NPM = shutil.which("npm")
 BOUND_S = 30.0  # keeps a stuck call from hanging the suite; not a speed requirement
 
 NEEDS_NODE = pytest.mark.skipif(
     NODE is None or NPM is None, reason="needs node and npm (the openai Node SDK runs on node)"
 )
-
-
-def install_sdk() -> None:
-    """`npm ci` once, as .ci/run and `make install-dev` do: the lockfile's version."""
-    if (SDK_DIR / "node_modules" / "openai").is_dir():
-        return
-    installed = subprocess.run(
-        [str(NPM), "ci", "--prefer-offline", "--no-audit", "--no-fund"],
-        cwd=SDK_DIR,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if installed.returncode != 0:
-        raise RuntimeError(f"npm ci in {SDK_DIR} failed:\n{installed.stderr}")
 
 
 @dataclass
@@ -97,7 +82,7 @@ async def node_call(
     base_url: str, api_key: str, body: dict[str, Any], *, close_after: int | None = None
 ) -> AsyncIterator[NodeCall]:
     """Runs the call `body` (create()'s argument) through the Node SDK against `base_url`."""
-    install_sdk()
+    npm_ci_once(SDK_DIR, "openai")
     task = {"base_url": base_url, "api_key": api_key, "body": body, "close_after": close_after}
     process = await asyncio.create_subprocess_exec(
         str(NODE),

@@ -27,11 +27,11 @@ from django.conf import settings
 from django.urls import NoReverseMatch, reverse
 
 from tests.support.launch import stop_servers, wait_until_serving
+from tests.support.npm import NPM, npm_ci_once
 from tests.support.servers import answers, free_port
 
 PROVIDER_DIR = Path(__file__).resolve().parent / "oidc"
 NODE = shutil.which("node")
-NPM = shutil.which("npm")
 NODE_MAJOR_NEEDED = 20
 
 
@@ -74,21 +74,6 @@ def chatsite_serves_single_sign_on() -> bool:
     except NoReverseMatch:
         return False
     return hasattr(settings, "OIDC_ENABLED")
-
-
-def install_provider() -> None:
-    """`npm ci` once: the lockfile's versions, from the npm registry or npm's own cache."""
-    if (PROVIDER_DIR / "node_modules" / "oidc-provider").is_dir():
-        return
-    installed = subprocess.run(
-        [str(NPM), "ci", "--prefer-offline", "--no-audit", "--no-fund"],
-        cwd=PROVIDER_DIR,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if installed.returncode != 0:
-        raise RuntimeError(f"npm ci in {PROVIDER_DIR} failed:\n{installed.stderr}")
 
 
 @dataclass
@@ -150,7 +135,7 @@ def oidc_provider(
 ) -> Iterator[OidcProvider]:
     """The provider (on `port`, or a free one), serving once its discovery document answers;
     stopped after."""
-    install_provider()
+    npm_ci_once(PROVIDER_DIR, "oidc-provider")
     users_file = tmp_path / "oidc-users.json"
     users_file.write_text("{}")
     port = port or free_port()
