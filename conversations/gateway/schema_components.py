@@ -14,7 +14,7 @@ def ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+def nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "nullable": True}
 
 
@@ -55,7 +55,7 @@ COMPONENTS: dict[str, Any] = {
                 "type": "string",
                 "enum": ["system", "developer", "user", "assistant", "tool"],
             },
-            "content": _nullable(
+            "content": nullable(
                 {
                     "oneOf": [{"type": "string"}, {"type": "array", "items": _TEXT_PART}],
                     "description": "Text, or text parts (joined); null only for an assistant.",
@@ -87,8 +87,8 @@ COMPONENTS: dict[str, Any] = {
                 "minItems": 1,
                 "maxItems": MAX_MESSAGES,
             },
-            "stream": _nullable({"type": "boolean", "default": False}),
-            "stream_options": _nullable(
+            "stream": nullable({"type": "boolean", "default": False}),
+            "stream_options": nullable(
                 {
                     "type": "object",
                     "properties": {"include_usage": {"type": "boolean"}},
@@ -96,13 +96,13 @@ COMPONENTS: dict[str, Any] = {
                     "the usage.",
                 }
             ),
-            "max_completion_tokens": _nullable(
+            "max_completion_tokens": nullable(
                 {"type": "integer", "minimum": 1, "description": "Within the model's limit."}
             ),
-            "max_tokens": _nullable(
+            "max_tokens": nullable(
                 {"type": "integer", "minimum": 1, "description": "The older name."}
             ),
-            "temperature": _nullable(
+            "temperature": nullable(
                 {
                     "type": "number",
                     "minimum": 0,
@@ -110,8 +110,8 @@ COMPONENTS: dict[str, Any] = {
                     "description": "At most the model's max_temperature.",
                 }
             ),
-            "top_p": _nullable({"type": "number", "minimum": 0, "maximum": 1}),
-            "stop": _nullable(
+            "top_p": nullable({"type": "number", "minimum": 0, "maximum": 1}),
+            "stop": nullable(
                 {
                     "oneOf": [
                         {"type": "string"},
@@ -123,9 +123,9 @@ COMPONENTS: dict[str, Any] = {
                     ]
                 }
             ),
-            "seed": _nullable({"type": "integer"}),
-            "n": _nullable({"type": "integer", "enum": [1]}),
-            "tools": _nullable(
+            "seed": nullable({"type": "integer"}),
+            "n": nullable({"type": "integer", "enum": [1]}),
+            "tools": nullable(
                 {
                     "type": "array",
                     "maxItems": 128,
@@ -149,7 +149,7 @@ COMPONENTS: dict[str, Any] = {
                     "description": "Passed on to a model with tools; another answers in text.",
                 }
             ),
-            "tool_choice": _nullable(
+            "tool_choice": nullable(
                 {
                     "oneOf": [
                         {"type": "string", "enum": ["none", "auto", "required"]},
@@ -199,15 +199,15 @@ COMPONENTS: dict[str, Any] = {
                             "type": "object",
                             "properties": {
                                 "role": {"type": "string", "enum": ["assistant"]},
-                                "content": _nullable(
+                                "content": nullable(
                                     {"type": "string", "description": "null: tool calls only."}
                                 ),
-                                "refusal": _nullable({"type": "string"}),
+                                "refusal": nullable({"type": "string"}),
                                 "tool_calls": {"type": "array", "items": _TOOL_CALL},
                             },
                             "required": ["role", "content"],
                         },
-                        "logprobs": _nullable({"type": "object"}),
+                        "logprobs": nullable({"type": "object"}),
                         "finish_reason": {"type": "string", "enum": _FINISH_REASONS},
                         "chatsite_finish_reason": _OWN_REASON,
                     },
@@ -250,14 +250,14 @@ COMPONENTS: dict[str, Any] = {
                                 },
                             },
                         },
-                        "logprobs": _nullable({"type": "object"}),
-                        "finish_reason": _nullable({"type": "string", "enum": _FINISH_REASONS}),
+                        "logprobs": nullable({"type": "object"}),
+                        "finish_reason": nullable({"type": "string", "enum": _FINISH_REASONS}),
                         "chatsite_finish_reason": _OWN_REASON,
                     },
                     "required": ["index", "delta"],
                 },
             },
-            "usage": _nullable(ref("GatewayUsage")),
+            "usage": nullable(ref("GatewayUsage")),
         },
         "required": ["id", "object", "created", "model", "choices"],
     },
@@ -308,7 +308,7 @@ COMPONENTS: dict[str, Any] = {
                 "properties": {
                     "message": {"type": "string"},
                     "type": {"type": "string"},
-                    "param": _nullable({"type": "string"}),
+                    "param": nullable({"type": "string"}),
                     "code": {"type": "string", "description": "Stable, snake_case."},
                 },
                 "required": ["message", "type", "param", "code"],

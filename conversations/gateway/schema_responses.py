@@ -6,12 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conversations.gateway.schema_components import ref
-
-
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    return {**schema, "nullable": True}
-
+from conversations.gateway.schema_components import nullable, ref
 
 _TEXT_PART = {
     "type": "object",
@@ -55,11 +50,11 @@ COMPONENTS: dict[str, Any] = {
                     },
                 ]
             },
-            "instructions": _nullable({"type": "string", "description": "The system prompt."}),
-            "stream": _nullable({"type": "boolean", "default": False}),
-            "max_output_tokens": _nullable({"type": "integer", "minimum": 1}),
-            "temperature": _nullable({"type": "number", "minimum": 0, "maximum": 2}),
-            "top_p": _nullable({"type": "number", "minimum": 0, "maximum": 1}),
+            "instructions": nullable({"type": "string", "description": "The system prompt."}),
+            "stream": nullable({"type": "boolean", "default": False}),
+            "max_output_tokens": nullable({"type": "integer", "minimum": 1}),
+            "temperature": nullable({"type": "number", "minimum": 0, "maximum": 2}),
+            "top_p": nullable({"type": "number", "minimum": 0, "maximum": 1}),
         },
         "required": ["model", "input"],
     },
@@ -71,7 +66,7 @@ COMPONENTS: dict[str, Any] = {
             "created_at": {"type": "integer"},
             "status": {"type": "string", "enum": ["completed", "incomplete", "in_progress"]},
             "model": {"type": "string"},
-            "instructions": _nullable({"type": "string"}),
+            "instructions": nullable({"type": "string"}),
             "output": {
                 "type": "array",
                 "items": {
@@ -85,13 +80,13 @@ COMPONENTS: dict[str, Any] = {
                     },
                 },
             },
-            "incomplete_details": _nullable(
+            "incomplete_details": nullable(
                 {
                     "type": "object",
                     "properties": {"reason": {"type": "string", "enum": ["max_output_tokens"]}},
                 }
             ),
-            "usage": _nullable(
+            "usage": nullable(
                 {
                     "type": "object",
                     "properties": {
