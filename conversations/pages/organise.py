@@ -45,12 +45,12 @@ def _flag(request: AuthenticatedHttpRequest) -> bool | None:
 def conversation_pin_view(
     request: AuthenticatedHttpRequest, conversation_id: ConversationId
 ) -> HttpResponse:
-    conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
-    pinned = _flag(request)
-    if pinned is None:
-        return HttpResponseBadRequest("Say value=1 to pin it or value=0 to unpin it.")
-    conversation_pin(conversation=conversation, pinned=pinned)
-    return _back(request, conversation)
+    return _flagged(
+        request,
+        conversation_id,
+        lambda conversation, pinned: conversation_pin(conversation=conversation, pinned=pinned),
+        "Say value=1 to pin it or value=0 to unpin it.",
+    )
 
 
 @login_required
@@ -58,11 +58,28 @@ def conversation_pin_view(
 def conversation_archive_view(
     request: AuthenticatedHttpRequest, conversation_id: ConversationId
 ) -> HttpResponse:
+    return _flagged(
+        request,
+        conversation_id,
+        lambda conversation, archived: conversation_archive(
+            conversation=conversation, archived=archived
+        ),
+        "Say value=1 to archive it or value=0 to restore it.",
+    )
+
+
+def _flagged(
+    request: AuthenticatedHttpRequest,
+    conversation_id: ConversationId,
+    set_flag: Callable[[Conversation, bool], None],
+    refusal: str,
+) -> HttpResponse:
+    """Set one of the user's conversation's flags to the form's `value` (1 or 0), then back."""
     conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
-    archived = _flag(request)
-    if archived is None:
-        return HttpResponseBadRequest("Say value=1 to archive it or value=0 to restore it.")
-    conversation_archive(conversation=conversation, archived=archived)
+    value = _flag(request)
+    if value is None:
+        return HttpResponseBadRequest(refusal)
+    set_flag(conversation, value)
     return _back(request, conversation)
 
 
