@@ -6,6 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from conversations.gateway.messages import MAX_MESSAGES
+from conversations.gateway.schema_tools import (
+    FINISH_REASONS,
+    OWN_REASON,
+    TOOL_CALL,
+    TOOL_CHOICE,
+    TOOLS,
+)
 from conversations.gateway.wire import MAX_STOP_SEQUENCES
 
 
@@ -18,29 +25,6 @@ def nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "nullable": True}
 
 
-_TOOL_CALL: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string"},
-        "type": {"type": "string", "enum": ["function"]},
-        "function": {
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
-                "arguments": {"type": "string", "description": "JSON, as the model wrote it."},
-            },
-            "required": ["name", "arguments"],
-        },
-    },
-    "required": ["id", "type", "function"],
-}
-_FINISH_REASONS = ["stop", "length", "tool_calls"]
-_OWN_REASON = {
-    "type": "string",
-    "enum": ["cancelled"],
-    "description": "chatsite's own: the reply was stopped (a Stop in the chat page); its "
-    "finish_reason is then stop.",
-}
 _TEXT_PART = {
     "type": "object",
     "properties": {"type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"}},
@@ -63,7 +47,7 @@ COMPONENTS: dict[str, Any] = {
             ),
             "tool_calls": {
                 "type": "array",
-                "items": _TOOL_CALL,
+                "items": TOOL_CALL,
                 "description": "An assistant message's calls of the tools.",
             },
             "tool_call_id": {
@@ -125,51 +109,8 @@ COMPONENTS: dict[str, Any] = {
             ),
             "seed": nullable({"type": "integer"}),
             "n": nullable({"type": "integer", "enum": [1]}),
-            "tools": nullable(
-                {
-                    "type": "array",
-                    "maxItems": 128,
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "type": {"type": "string", "enum": ["function"]},
-                            "function": {
-                                "type": "object",
-                                "properties": {
-                                    "name": {"type": "string"},
-                                    "description": {"type": "string"},
-                                    "parameters": {"type": "object"},
-                                    "strict": {"type": "boolean"},
-                                },
-                                "required": ["name"],
-                            },
-                        },
-                        "required": ["type", "function"],
-                    },
-                    "description": "Passed on to a model with tools; another answers in text.",
-                }
-            ),
-            "tool_choice": nullable(
-                {
-                    "oneOf": [
-                        {"type": "string", "enum": ["none", "auto", "required"]},
-                        {
-                            "type": "object",
-                            "properties": {
-                                "type": {"type": "string", "enum": ["function"]},
-                                "function": {
-                                    "type": "object",
-                                    "properties": {"name": {"type": "string"}},
-                                    "required": ["name"],
-                                },
-                            },
-                            "required": ["type", "function"],
-                        },
-                    ],
-                    "description": "required or a named function: refused (400) for a model "
-                    "without tools.",
-                }
-            ),
+            "tools": nullable(TOOLS),
+            "tool_choice": nullable(TOOL_CHOICE),
         },
         "required": ["model", "messages"],
     },
@@ -203,13 +144,18 @@ COMPONENTS: dict[str, Any] = {
                                     {"type": "string", "description": "null: tool calls only."}
                                 ),
                                 "refusal": nullable({"type": "string"}),
-                                "tool_calls": {"type": "array", "items": _TOOL_CALL},
+                                "tool_calls": {"type": "array", "items": TOOL_CALL},
                             },
                             "required": ["role", "content"],
                         },
                         "logprobs": nullable({"type": "object"}),
-                        "finish_reason": {"type": "string", "enum": _FINISH_REASONS},
-                        "chatsite_finish_reason": _OWN_REASON,
+                        "finish_reason": {
+                            "type": "string",
+                            "enum": FINISH_REASONS,
+                            "description": "stop too for a reply stopped from a tab (see "
+                            "chatsite_finish_reason).",
+                        },
+                        "chatsite_finish_reason": OWN_REASON,
                     },
                     "required": ["index", "message", "finish_reason"],
                 },
@@ -240,9 +186,9 @@ COMPONENTS: dict[str, Any] = {
                                 "tool_calls": {
                                     "type": "array",
                                     "items": {
-                                        **_TOOL_CALL,
+                                        **TOOL_CALL,
                                         "properties": {
-                                            **_TOOL_CALL["properties"],
+                                            **TOOL_CALL["properties"],
                                             "index": {"type": "integer"},
                                         },
                                     },
@@ -251,8 +197,8 @@ COMPONENTS: dict[str, Any] = {
                             },
                         },
                         "logprobs": nullable({"type": "object"}),
-                        "finish_reason": nullable({"type": "string", "enum": _FINISH_REASONS}),
-                        "chatsite_finish_reason": _OWN_REASON,
+                        "finish_reason": nullable({"type": "string", "enum": FINISH_REASONS}),
+                        "chatsite_finish_reason": OWN_REASON,
                     },
                     "required": ["index", "delta"],
                 },

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from conversations.gateway.schema_components import nullable, ref
+from conversations.gateway.schema_tools import OWN_REASON
 
 _TEXT_PART = {
     "type": "object",
@@ -96,11 +97,7 @@ COMPONENTS: dict[str, Any] = {
                     },
                 }
             ),
-            "chatsite_finish_reason": {
-                "type": "string",
-                "enum": ["cancelled"],
-                "description": "chatsite's own: the reply was stopped (a Stop in the chat page).",
-            },
+            "chatsite_finish_reason": OWN_REASON,
         },
         "required": ["id", "object", "created_at", "status", "model", "output"],
     },
