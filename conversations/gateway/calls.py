@@ -176,7 +176,9 @@ def _turn(
             continuation.remember(user_message["id"])
         return plan
     if after_id is None:
-        after_id = shown_leaf(Conversation.objects.only("current_leaf").get(pk=conversation.pk))
+        # Only a call naming its conversation comes here without one: the row read for it, in
+        # this transaction, says which branch is shown.
+        after_id = shown_leaf(conversation)
     results = _save_line(conversation, call.tool_results, parent_id=after_id)
     if record:
         for result in results:  # each after the one before it: its parent's key comes first
