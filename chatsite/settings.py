@@ -61,6 +61,9 @@ MIDDLEWARE = [
     # Serves collectstatic's output itself, so DEBUG=0 needs no separate file server.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The page's language: the browser's Accept-Language (or a person's choice, in the session
+    # and a cookie), among LANGUAGES.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -88,6 +91,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.i18n",
                 # The login page's other ways in: single sign-on, sign-up.
                 "conversations.pages.sign_in_options.sign_in_options",
             ],
@@ -157,7 +161,15 @@ AXES_LOCKOUT_CALLABLE = "chatsite.login_throttling.lockout_response"
 # The client's address behind a reverse proxy: X-Forwarded-For, as far as CHAT_TRUSTED_PROXY_COUNT says.
 from chatsite.proxy_settings import *  # noqa: E402, F403
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+# The languages chatsite's pages are translated into (locale/<code>/LC_MESSAGES/django.po and
+# djangojs.po); the names are each language's own, as a language menu shows them.
+LANGUAGES = [
+    ("en", "English"),
+    ("zh-hans", "简体中文"),
+    ("fr", "Français"),
+]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

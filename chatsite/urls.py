@@ -1,10 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.i18n import JavaScriptCatalog
 
 from conversations.pages.password_reset import password_reset
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # The scripts' strings in the page's language: gettext() and friends for static/chatsite/*.js.
+    path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     # Before Django's own: offered only with an email server (conversations.pages.password_reset).
     path("accounts/password_reset/", password_reset, name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
