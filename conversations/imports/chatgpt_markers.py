@@ -33,6 +33,11 @@ MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]<>#!|~$&])")
 # A url in a Markdown link's <...>: no spaces, angle brackets or control characters in it.
 LINKABLE = re.compile(r"[^\s<>\x00-\x1f\x7f]+")
 MAX_TITLE = 300
+# Citation links at a line's start, right before a code fence on that line: the fence opens the
+# line only when they are on a line of their own.
+LINKS_BEFORE_FENCE = re.compile(
+    r"^((?:\[\\\[\d+\\\]\]\(<[^>\n]*>\))+)( {0,3}(?:```|~~~))", re.MULTILINE
+)
 
 
 def shown(text: str, metadata: dict[str, Any]) -> str:
@@ -58,7 +63,7 @@ def shown(text: str, metadata: dict[str, Any]) -> str:
         return ""  # images, navigation lists, products...: nothing of them is imported
 
     text = MARKER_CHARACTERS.sub("", MARKER.sub(replaced, text))
-    text = LEADING_ZERO_WIDTH.sub("", text)
+    text = LINKS_BEFORE_FENCE.sub("\\1\n\\2", LEADING_ZERO_WIDTH.sub("", text))
     if numbered:
         listed = "\n".join(
             f"{number}. [{_escaped(title or url)}](<{url}>)"

@@ -162,10 +162,10 @@ def _parts(content: str) -> tuple[str, str, int]:
             break
         answer.append(content[position : opening.start()])
         if opening.group(1) == "reasoning":
-            body = content[opening.end() : end]
+            body = html.unescape(content[opening.end() : end])
             if summary := SUMMARY.match(body):
                 body = body[summary.end() :]
-            reasoning.append(html.unescape(QUOTE.sub("", body)).strip())
+            reasoning.append(QUOTE.sub("", body).strip())
         else:
             tool_calls += 1
         position = end + len(DETAILS_END)

@@ -65,8 +65,12 @@ def open_conversations_files(
             _check(member, limits)
         total = sum(member.file_size for member in chosen)
         if total > limits.max_bytes:
-            what = chosen[0].filename if len(chosen) == 1 else "Its conversations files"
-            raise too_large(total, limits.max_bytes, f"{what} in the zip")
+            what = (
+                f"{chosen[0].filename} in the zip"
+                if len(chosen) == 1
+                else f"Its conversations file, in {len(chosen)} shards in the zip,"
+            )
+            raise too_large(total, limits.max_bytes, what)
         # zipfile itself stops at each declared size; the reader's limit says so clearly.
         yield _opened(archive, chosen), total
 
