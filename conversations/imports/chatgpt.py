@@ -141,7 +141,8 @@ def _reply_fields(message: dict[str, Any], metadata: dict[str, Any]) -> dict[str
         fields["model"] = model[:200]
     finish = metadata.get("finish_details")
     ending = finish.get("type") if isinstance(finish, dict) else None
-    if message.get("status") in UNFINISHED:
+    status = message.get("status")
+    if isinstance(status, str) and status in UNFINISHED:
         fields["status"] = Message.Status.INTERRUPTED
     elif ending == "interrupted":  # the user pressed Stop
         fields["status"] = Message.Status.CANCELLED

@@ -192,6 +192,21 @@ def test_problem_2_an_interrupted_chatgpt_reply_is_imported_interrupted(alice: A
     assert set(other.messages.values_list("status", flat=True)) == {Message.Status.COMPLETE}
 
 
+def test_problem_2_statuses_of_other_shapes_leave_a_reply_complete(alice: Any) -> None:
+    searched = chatgpt_searched()
+    searched["mapping"]["a2"]["message"]["status"] = ["in_progress"]
+    searched["mapping"]["a1"]["message"]["metadata"]["finish_details"] = "interrupted"
+    chat = openwebui_reasoning_chat()
+    chat["chat"]["history"]["messages"]["r3"] |= {"done": "false", "error": "failed"}
+
+    report = imported(alice, chatgpt_sharded_zip([searched]))
+    report_owui = imported(alice, as_json([chat]))
+
+    for done in (report, report_owui):
+        conversation = Conversation.objects.get(pk=done.imported[0].id)
+        assert set(conversation.messages.values_list("status", flat=True)) == {"complete"}
+
+
 def test_problem_2_open_webui_reasoning_is_kept_apart_from_the_answer(alice: Any) -> None:
     report = imported(alice, as_json([openwebui_reasoning_chat()]))
 
