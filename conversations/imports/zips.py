@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
+from django.utils.translation import gettext as _
+
 from conversations.imports.limits import Limits, described, size_of, too_large
 from conversations.imports.source import ImportRefused
 
@@ -68,7 +70,8 @@ def open_conversations_files(
             what = (
                 f"{chosen[0].filename} in the zip"
                 if len(chosen) == 1
-                else f"Its conversations file, in {len(chosen)} shards in the zip,"
+                else _("Its conversations file, in %(count)d shards in the zip,")
+                % {"count": len(chosen)}
             )
             raise too_large(total, limits.max_bytes, what)
         # zipfile itself stops at each declared size; the reader's limit says so clearly.
