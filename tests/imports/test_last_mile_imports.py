@@ -16,15 +16,12 @@ from conversations.imports.source import LEFT_OUT_TOOL, ImportRefused
 from conversations.models import Conversation, Message
 from conversations.pages.markdown import render_markdown
 from tests.imports.helpers import by_content, imported, left_out, upload
-from tests.imports.sources import (
+from tests.imports.sources import as_json, chatgpt_branched, chatgpt_with_system_prompt, zipped
+from tests.imports.sources_last_mile import (
     CITED_REPLY,
-    as_json,
-    chatgpt_branched,
     chatgpt_searched,
     chatgpt_sharded_zip,
-    chatgpt_with_system_prompt,
     openwebui_reasoning_chat,
-    zipped,
 )
 from tests.imports.test_round_trip import same_content
 

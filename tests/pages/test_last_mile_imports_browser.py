@@ -14,9 +14,8 @@ import re
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from tests.imports.sources import (
-    as_json,
-    chatgpt_branched,
+from tests.imports.sources import as_json, chatgpt_branched
+from tests.imports.sources_last_mile import (
     chatgpt_searched,
     chatgpt_sharded_zip,
     openwebui_reasoning_chat,
