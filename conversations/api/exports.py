@@ -131,7 +131,12 @@ class OctetLength(Func):
 def estimated_bytes() -> Expression:
     """About how many bytes a conversation's JSON line holds, from its messages' sizes in the
     database: what reading it costs, known before its messages are read."""
-    texts = OctetLength("content") + OctetLength("system_prompt") + OctetLength("error")
+    texts = (
+        OctetLength("content")
+        + OctetLength("reasoning")
+        + OctetLength("system_prompt")
+        + OctetLength("error")
+    )
     sizes = (
         Message.objects.filter(conversation=OuterRef("pk"))
         .order_by()

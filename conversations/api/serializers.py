@@ -50,6 +50,7 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "parent",
             "role",
             "content",
+            "reasoning",
             "status",
             "engine",
             "model",

@@ -6,6 +6,11 @@ no message; a message has author.role (system, user, assistant, tool), content (
 is the last node of the branch the user saw. Every branch is kept: an edited question or a
 regenerated answer becomes another version of its turn.
 
+A reply's citation and entity markers (private-use characters) become what ChatGPT shows in their
+place (chatgpt_markers.py). A reply that was still being written (`status` "in_progress") is
+imported interrupted, one the user stopped (`finish_details` "interrupted") stopped, and one cut
+off at the length limit (`finish_details` "max_tokens") as cut off.
+
 What is not kept, counted in the report: tool messages and the assistant's calls to tools
 (`recipient` other than "all"), hidden nodes (custom instructions, reasoning), messages with no
 text (an image alone). The first visible system message becomes the conversation's system prompt.
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conversations.imports import chatgpt_markers
 from conversations.imports.source import (
     LEFT_OUT_EMPTY,
     LEFT_OUT_HIDDEN,
@@ -30,11 +36,14 @@ from conversations.imports.source import (
     time_of,
 )
 from conversations.imports.trees import arrange
+from conversations.models import Message
 
 NAME = "chatgpt"
 LABEL = "ChatGPT"
 # Content that ChatGPT keeps in the tree but does not show as a message.
 HIDDEN_CONTENT = {"thoughts", "reasoning_recap", "user_editable_context", "model_editable_context"}
+# A message's `status` while it was being written, or when it did not finish.
+UNFINISHED = {"in_progress", "finished_partial_completion"}
 
 
 def looks_like(value: Any) -> bool:
@@ -95,7 +104,10 @@ def _message(key: str, parent: str | None, message: dict[str, Any]) -> SourceMes
     content = content if isinstance(content, dict) else {}
     metadata = message.get("metadata")
     metadata = metadata if isinstance(metadata, dict) else {}
-    text = _text(content).strip()
+    text = _text(content)
+    if role == "assistant":
+        text = chatgpt_markers.shown(text, metadata)
+    text = text.strip()
     content_type = content.get("content_type")
     if content_type is not None and not isinstance(content_type, str):
         raise ConversationRefused("A message's `content_type` is not text.")
@@ -111,15 +123,32 @@ def _message(key: str, parent: str | None, message: dict[str, Any]) -> SourceMes
         or metadata.get("is_user_system_message")
     ):
         return LEFT_OUT_HIDDEN
-    model = metadata.get("model_slug")
     return SourceMessage(
         key=key,
         parent_key=parent,
         role=role,
         content=text,
         created_at=time_of(message.get("create_time"), "A message's `create_time`"),
-        fields={"model": model[:200]} if role == "assistant" and isinstance(model, str) else {},
+        fields=_reply_fields(message, metadata) if role == "assistant" else {},
     )
+
+
+def _reply_fields(message: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
+    """A reply's model, and how it ended when it did not finish as a whole answer."""
+    fields: dict[str, Any] = {}
+    model = metadata.get("model_slug")
+    if isinstance(model, str):
+        fields["model"] = model[:200]
+    finish = metadata.get("finish_details")
+    ending = finish.get("type") if isinstance(finish, dict) else None
+    status = message.get("status")
+    if isinstance(status, str) and status in UNFINISHED:
+        fields["status"] = Message.Status.INTERRUPTED
+    elif ending == "interrupted":  # the user pressed Stop
+        fields["status"] = Message.Status.CANCELLED
+    elif ending == "max_tokens":
+        fields["finish_reason"] = "length"
+    return fields
 
 
 def _text(content: dict[str, Any]) -> str:

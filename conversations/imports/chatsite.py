@@ -2,9 +2,9 @@
 JSON lines of every conversation (`/api/export.jsonl`), one conversation an object.
 
 Everything the export holds comes back: the title, the conversation's model and settings, every
-version of every message with its parent, and each reply's model, status, token counts and
-timings; `current_message` is the end of the branch shown. So exporting what was imported gives
-the same file again, but for the ids (and the owner). A reply that was still being written when
+version of every message with its parent, and each reply's model, status, token counts, timings
+and reasoning; `current_message` is the end of the branch shown. So exporting what was imported
+gives the same file again, but for the ids (and the owner). A reply that was still being written when
 it was exported comes back `interrupted`: it is not being written here.
 """
 
@@ -195,6 +195,7 @@ _FIELDS: dict[str, Callable[[Any, str], Any]] = {
     "model": _chars(200),
     "model_slug": _chars(50),
     "system_prompt": text_of,
+    "reasoning": text_of,
     "temperature": _number,
     "max_tokens": _count,
     "first_token_at": time_of,

@@ -7,11 +7,17 @@ currentId}, messages: [...]}}. `history` is the tree, with every version of ever
 which is then taken as one branch.
 
 A system message becomes the conversation's system prompt (so does `params.system`); messages
-with no text are left out and counted.
+with no text are left out and counted. A reasoning model's thinking, which Open WebUI writes into
+the reply before its answer as `<details type="reasoning">`, is kept apart as the reply's
+reasoning (shown collapsed); its tool calls' `<details type="tool_calls">` are left out and
+counted. A reply not `done` was still being written: it is imported interrupted; one with an
+`error` as failed, with its error.
 """
 
 from __future__ import annotations
 
+import html
+import re
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +25,7 @@ from conversations.imports.source import (
     LEFT_OUT_EMPTY,
     LEFT_OUT_ROLE,
     LEFT_OUT_SYSTEM,
+    LEFT_OUT_TOOL,
     SourceConversation,
     SourceMessage,
     as_list,
@@ -28,11 +35,19 @@ from conversations.imports.source import (
     time_of,
 )
 from conversations.imports.trees import arrange
+from conversations.models import Message
 
 NAME = "openwebui"
 LABEL = "Open WebUI"
 # Open WebUI writes seconds in most places and milliseconds in some (chat.timestamp).
 MILLISECONDS_FROM = 100_000_000_000
+# What Open WebUI writes into a reply besides its answer: `<details type="reasoning"
+# done="true" duration="3">`, a <summary> ("Thought for 3 seconds"), the thinking with each line
+# quoted ("> ", HTML-escaped by newer versions), `</details>`; tool calls likewise.
+DETAILS = re.compile(r'<details type="(reasoning|tool_calls|code_interpreter)"[^>\n]*>')
+DETAILS_END = "</details>"
+SUMMARY = re.compile(r"\s*<summary>[^\n]*?</summary>\n?")
+QUOTE = re.compile(r"^> ?", re.MULTILINE)
 
 
 def looks_like(value: Any) -> bool:
@@ -107,9 +122,14 @@ def _add(
             if isinstance(part, dict)
         )
     text = text_of(content, "A message's content").strip()
+    reasoning = ""
+    if role == "assistant":
+        text, reasoning, tool_calls = _parts(text)
+        if tool_calls:
+            conversation.left_out[LEFT_OUT_TOOL] += tool_calls
     if role not in ("system", "user", "assistant"):
         conversation.left_out[LEFT_OUT_ROLE] += 1
-    elif not text:
+    elif not text and not reasoning:
         if role != "system":
             conversation.left_out[LEFT_OUT_EMPTY] += 1
     elif role == "system":
@@ -118,7 +138,6 @@ def _add(
         else:
             conversation.left_out[LEFT_OUT_SYSTEM] += 1
     else:
-        model = node.get("model")
         conversation.messages.append(
             SourceMessage(
                 key=key,
@@ -126,8 +145,43 @@ def _add(
                 role=role,
                 content=text,
                 created_at=_when(node.get("timestamp"), "A message's `timestamp`"),
-                fields={"model": model[:200]}
-                if role == "assistant" and isinstance(model, str)
-                else {},
+                fields=_reply_fields(node, reasoning) if role == "assistant" else {},
             )
         )
+
+
+def _parts(content: str) -> tuple[str, str, int]:
+    """A reply's answer, its reasoning, and how many tool calls were in it (each a <details>
+    block of its own). Found with str.find from one block to the next: linear in the text,
+    whatever a file holds (an opening without an end is left as text)."""
+    answer, reasoning, tool_calls = [], [], 0
+    position = 0
+    while (opening := DETAILS.search(content, position)) is not None:
+        end = content.find(DETAILS_END, opening.end())
+        if end < 0:
+            break
+        answer.append(content[position : opening.start()])
+        if opening.group(1) == "reasoning":
+            body = html.unescape(content[opening.end() : end])
+            if summary := SUMMARY.match(body):
+                body = body[summary.end() :]
+            reasoning.append(QUOTE.sub("", body).strip())
+        else:
+            tool_calls += 1
+        position = end + len(DETAILS_END)
+    answer.append(content[position:])
+    return "".join(answer).strip(), "\n\n".join(r for r in reasoning if r), tool_calls
+
+
+def _reply_fields(node: dict[str, Any], reasoning: str) -> dict[str, Any]:
+    fields: dict[str, Any] = {"reasoning": reasoning} if reasoning else {}
+    model = node.get("model")
+    if isinstance(model, str):
+        fields["model"] = model[:200]
+    error = node.get("error")
+    if isinstance(error, dict) and isinstance(error.get("content"), str):
+        fields["status"] = Message.Status.ERROR
+        fields["error"] = text_of(error["content"], "A message's error").strip()
+    elif node.get("done") is False:  # stopped while it was being written
+        fields["status"] = Message.Status.INTERRUPTED
+    return fields

@@ -2,8 +2,9 @@
 
 A file is a JSON array (ChatGPT's, Claude's and Open WebUI's conversations.json), one JSON
 object (a chatsite conversation), JSON lines (chatsite's export of everything), or a zip holding
-one of them. Nothing reads a whole file: ijson parses the array or the lines incrementally, so
-memory holds one conversation at a time, and every byte read is counted against limits:
+one of them (or ChatGPT's shards of one, read in turn). Nothing reads a whole file: ijson parses
+the array or the lines incrementally, so memory holds one conversation at a time, and every byte
+read is counted against limits:
 
 - the file's size, checked before anything of it is read;
 - a zip's member count, the size its conversations file says it inflates to and its compression
@@ -28,7 +29,7 @@ from ijson.common import ObjectBuilder
 
 from conversations.imports.limits import Limits, described, size_of, too_large
 from conversations.imports.source import ImportRefused
-from conversations.imports.zips import ZIP_MAGIC, open_conversations_file
+from conversations.imports.zips import ZIP_MAGIC, open_conversations_files
 from conversations.services.text import size_in_words
 
 BOM = b"\xef\xbb\xbf"
@@ -80,17 +81,18 @@ class BoundedReader(io.RawIOBase):
 @contextmanager
 def json_values(file: IO[bytes], limits: Limits) -> Iterator[tuple[Iterator[Any], BoundedReader]]:
     """The file's top-level JSON values: each item of an array, or each object of a file of
-    one object or of JSON lines. The reader is there to mark where each conversation starts."""
+    one object or of JSON lines (in a zip of shards, each shard's in turn). The reader is there
+    to mark where each conversation starts."""
     size = size_of(file)
     if size > limits.max_bytes:
         raise too_large(size, limits.max_bytes)
     with ExitStack() as stack:
-        raw: IO[bytes] = file
+        files: Iterator[IO[bytes]] = iter([file])
         budget = limits.max_bytes
         over = f"The file is over {size_in_words(limits.max_bytes)}."
         if file.read(len(ZIP_MAGIC)) == ZIP_MAGIC:
             file.seek(0)
-            raw, budget = stack.enter_context(open_conversations_file(file, limits))
+            files, budget = stack.enter_context(open_conversations_files(file, limits))
             over = (
                 "The zip's conversations file inflates to more than it says (or more than "
                 f"{size_in_words(limits.max_bytes)}): it is not an export."
@@ -98,22 +100,33 @@ def json_values(file: IO[bytes], limits: Limits) -> Iterator[tuple[Iterator[Any]
         else:
             file.seek(0)
         reader = BoundedReader(
-            raw, limit=budget, window_limit=limits.max_conversation_bytes, over_limit=over
+            file, limit=budget, window_limit=limits.max_conversation_bytes, over_limit=over
         )
+        yield _guarded(_each_file(reader, files)), reader
+
+
+def _each_file(reader: BoundedReader, files: Iterator[IO[bytes]]) -> Iterator[Any]:
+    """The values of each file in turn, all read through `reader` (its limits count them all)."""
+    for raw in files:
+        reader.raw = raw
         stream = io.BufferedReader(reader, buffer_size=BUFFER_BYTES)
-        first = _first_character(stream)
-        if first == b"[":  # a list of conversations
-            values = _items(ijson.basic_parse(stream, use_float=True), base=1)
-        elif first == b"{":  # one conversation, or one a line
-            events = ijson.basic_parse(stream, use_float=True, multiple_values=True)
-            values = _items(events, base=0)
-        else:
-            raise ImportRefused(
-                "not_json",
-                "The file is not an export chatsite reads: a JSON list or object, JSON lines, "
-                "or a zip holding one.",
-            )
-        yield _guarded(values), reader
+        yield from _values(stream)
+        stream.detach()  # the reader goes on to the next file: closing this buffer would close it
+
+
+def _values(stream: io.BufferedReader[BoundedReader]) -> Iterator[Any]:
+    first = _first_character(stream)
+    if first == b"[":  # a list of conversations
+        yield from _items(ijson.basic_parse(stream, use_float=True), base=1)
+    elif first == b"{":  # one conversation, or one a line
+        events = ijson.basic_parse(stream, use_float=True, multiple_values=True)
+        yield from _items(events, base=0)
+    else:
+        raise ImportRefused(
+            "not_json",
+            "The file is not an export chatsite reads: a JSON list or object, JSON lines, "
+            "or a zip holding one.",
+        )
 
 
 def _first_character(stream: io.BufferedReader[BoundedReader]) -> bytes:

@@ -1,16 +1,20 @@
 """A zip export's conversations file, opened only once what the zip declares looks like an export:
 its member count (from the entries of its central directory, before zipfile lists them), the size
 its conversations file inflates to and its compression ratio (a zip bomb is refused before it is
-inflated)."""
+inflated). ChatGPT's larger exports split that file into shards (conversations-000.json,
+conversations-001.json, ...), each a JSON list: they are read one after another, as one file."""
 
 from __future__ import annotations
 
+import re
 import struct
 import zipfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
+
+from django.utils.translation import gettext as _
 
 from conversations.imports.limits import Limits, described, size_of, too_large
 from conversations.imports.source import ImportRefused
@@ -25,6 +29,8 @@ MAX_COMPRESSION_RATIO = 100
 # Small members may compress further without being a threat to anyone.
 RATIO_CHECKED_FROM = 1024 * 1024
 CONVERSATION_FILES = ("conversations.json", "conversations.jsonl")
+# A shard of a split conversations file, numbered from 000.
+SHARD = re.compile(r"conversations-(\d{1,6})\.json", re.IGNORECASE)
 JSON_SUFFIXES = (".json", ".jsonl")
 # The records that end a zip and the central directory's entries: signatures and fixed sizes.
 END_RECORD = b"PK\x05\x06"
@@ -41,8 +47,11 @@ CHUNK_BYTES = 64 * 1024
 
 
 @contextmanager
-def open_conversations_file(file: IO[bytes], limits: Limits) -> Iterator[tuple[IO[bytes], int]]:
-    """The zip's conversations file, open, and the most bytes it may inflate to."""
+def open_conversations_files(
+    file: IO[bytes], limits: Limits
+) -> Iterator[tuple[Iterator[IO[bytes]], int]]:
+    """The zip's conversations file (or its shards, in order), each opened in turn as the one
+    before is read, and the most bytes they may inflate to in all."""
     if _listed_entries(file, stop_after=MAX_ZIP_MEMBERS) > MAX_ZIP_MEMBERS:
         raise _crowded()
     try:
@@ -53,26 +62,47 @@ def open_conversations_file(file: IO[bytes], limits: Limits) -> Iterator[tuple[I
         members = archive.infolist()
         if len(members) > MAX_ZIP_MEMBERS:  # zipfile found more than the walk: refused all the same
             raise _crowded()
-        member = _conversations_member(members)
-        if member.flag_bits & 0x1:
-            raise ImportRefused("bad_zip", "The zip is encrypted.")
-        if member.file_size > limits.max_bytes:
-            raise too_large(member.file_size, limits.max_bytes, f"{member.filename} in the zip")
-        if member.file_size > RATIO_CHECKED_FROM and member.file_size > MAX_COMPRESSION_RATIO * max(
-            member.compress_size, 1
-        ):
-            raise ImportRefused(
-                "zip_bomb",
-                f"{member.filename} in the zip inflates {member.file_size // max(member.compress_size, 1):,} "
-                f"times: it is not an export.",
+        chosen = _conversations_members(members)
+        for member in chosen:
+            _check(member, limits)
+        total = sum(member.file_size for member in chosen)
+        if total > limits.max_bytes:
+            what = (
+                f"{chosen[0].filename} in the zip"
+                if len(chosen) == 1
+                else _("Its conversations file, in %(count)d shards in the zip,")
+                % {"count": len(chosen)}
             )
+            raise too_large(total, limits.max_bytes, what)
+        # zipfile itself stops at each declared size; the reader's limit says so clearly.
+        yield _opened(archive, chosen), total
+
+
+def _check(member: zipfile.ZipInfo, limits: Limits) -> None:
+    """Refuse a member that is encrypted, or larger than an import, or a zip bomb (from the
+    sizes the zip declares, before it is inflated)."""
+    if member.flag_bits & 0x1:
+        raise ImportRefused("bad_zip", "The zip is encrypted.")
+    if member.file_size > limits.max_bytes:
+        raise too_large(member.file_size, limits.max_bytes, f"{member.filename} in the zip")
+    if member.file_size > RATIO_CHECKED_FROM and member.file_size > MAX_COMPRESSION_RATIO * max(
+        member.compress_size, 1
+    ):
+        raise ImportRefused(
+            "zip_bomb",
+            f"{member.filename} in the zip inflates {member.file_size // max(member.compress_size, 1):,} "
+            f"times: it is not an export.",
+        )
+
+
+def _opened(archive: zipfile.ZipFile, members: list[zipfile.ZipInfo]) -> Iterator[IO[bytes]]:
+    for member in members:
         try:
             opened = archive.open(member)
         except (zipfile.BadZipFile, zlib.error, NotImplementedError, EOFError) as exc:
             raise ImportRefused("bad_zip", f"The zip cannot be read: {described(exc)}.") from None
         with opened:
-            # zipfile itself stops at the declared size; the reader's limit says so clearly.
-            yield opened, member.file_size
+            yield opened
 
 
 def _listed_entries(file: IO[bytes], *, stop_after: int) -> int:
@@ -137,16 +167,31 @@ def _crowded() -> ImportRefused:
     )
 
 
-def _conversations_member(members: list[zipfile.ZipInfo]) -> zipfile.ZipInfo:
-    """conversations.json (at the top, or in the one folder of the zip), or its only JSON file."""
+def _conversations_members(members: list[zipfile.ZipInfo]) -> list[zipfile.ZipInfo]:
+    """conversations.json (at the top, or in the one folder of the zip), else its shards
+    (conversations-000.json, ... in the folder nearest the top), else its only JSON file."""
     files = [m for m in members if not m.is_dir()]
     for name in CONVERSATION_FILES:
         named = [m for m in files if m.filename.rsplit("/", 1)[-1] == name]
         if named:
-            return min(named, key=lambda m: m.filename.count("/"))
+            return [min(named, key=lambda m: m.filename.count("/"))]
+    shards = [m for m in files if SHARD.fullmatch(m.filename.rsplit("/", 1)[-1])]
+    if shards:
+        # One export's shards: those of the folder nearest the top (the first, if two are).
+        folder = min((m.filename.count("/"), _folder(m)) for m in shards)[1]
+        return sorted((m for m in shards if _folder(m) == folder), key=_shard_number)
     json_files = [m for m in files if m.filename.lower().endswith(JSON_SUFFIXES)]
     if len(json_files) == 1:
-        return json_files[0]
+        return json_files
     raise ImportRefused(
         "wrong_shape", "The zip holds no conversations.json: it is not a chat export."
     )
+
+
+def _folder(member: zipfile.ZipInfo) -> str:
+    return member.filename.rpartition("/")[0]
+
+
+def _shard_number(member: zipfile.ZipInfo) -> int:
+    found = SHARD.fullmatch(member.filename.rpartition("/")[2])
+    return int(found.group(1)) if found else 0

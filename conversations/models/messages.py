@@ -83,6 +83,10 @@ class Message(models.Model):
     )
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(blank=True)
+    # What a reasoning model wrote before its answer (an imported Open WebUI reply's thinking),
+    # kept apart from the answer: the page shows it collapsed, and it is never sent back to a
+    # model as part of the conversation.
+    reasoning = models.TextField(blank=True)
     # An assistant message's calls of the caller's tools, in OpenAI's shape (`[{"id", "type":
     # "function", "function": {"name", "arguments"}}]`), and a tool message's call it answers.
     tool_calls = models.JSONField(default=list, blank=True)

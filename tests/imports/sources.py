@@ -44,6 +44,7 @@ def chatgpt_node(
     *,
     content_type: str = "text",
     recipient: str = "all",
+    status: str = "finished_successfully",
     **metadata: Any,
 ) -> dict[str, Any]:
     """One entry of `mapping`; role None is the tree's root (no message)."""
@@ -59,8 +60,8 @@ def chatgpt_node(
             "create_time": None if seconds is None else T0 + seconds,
             "update_time": None,
             "content": content,
-            "status": "finished_successfully",
-            "end_turn": role == "assistant" or None,
+            "status": status,
+            "end_turn": (role == "assistant" and status == "finished_successfully") or None,
             "weight": 1.0,
             "metadata": metadata,
             "recipient": recipient,
