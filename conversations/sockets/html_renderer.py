@@ -189,6 +189,7 @@ def _message(payload: MessagePayload) -> Message:
         engine=payload["engine"],
         model=payload["model"],
         model_slug=payload["model_slug"],
+        model_name=payload["model_name"],
         cancelled_by=payload["cancelled_by"],
         error=payload["error"],
         finish_reason=payload["finish_reason"],
