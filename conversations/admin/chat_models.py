@@ -108,19 +108,15 @@ class ChatModelForm(forms.ModelForm[ChatModel]):
         slug = cleaned.get("slug")
         if slug and slug in {spec.slug for spec in specs.declared_models()}:
             self.add_error("slug", _("A model declared in CHAT_MODELS has this slug."))
-        options = dict(cleaned.get("options") or {})
-        if not isinstance(cleaned.get("options", {}), dict):
+        options = cleaned.get("options") or {}
+        if not isinstance(options, dict):
             self.add_error("options", _('Options are a JSON object, such as {"timeout": 30}.'))
             options = {}
-        moved = sorted(set(options) & set(OWN_FIELDS))
-        if moved:
-            self.add_error(
-                "options", _("Set %(names)s in its own field.") % {"names": ", ".join(moved)}
-            )
+        options = dict(options)
         base_url = cleaned.get("base_url", "")
         if base_url and not base_url.startswith(("http://", "https://")):
             self.add_error("base_url", _("The base URL must start with http:// or https://."))
-        for name in OWN_FIELDS:
+        for name in OWN_FIELDS:  # its own field wins over the same option in the JSON
             if cleaned.get(name):
                 options[name] = cleaned[name]
         cleaned["options"] = options
