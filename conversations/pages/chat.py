@@ -233,8 +233,7 @@ def conversation_model_view(request: HtmxRequest, conversation_id: ConversationI
     except ValidationError as exc:
         # A model gone or taken away since the page was made: the panel says so.
         conversation.refresh_from_db()
-        context = settings_context(request.user, conversation)
-        context["settings_form"].add_error(None, exc.messages)
+        context = settings_context(request.user, conversation, problem=" ".join(exc.messages))
         return render(request, "conversations/_settings.html", context)
     if not request.htmx:
         return redirect(conversation)

@@ -50,8 +50,10 @@ def settings_context(
     form: ConversationSettingsForm | None = None,
     *,
     saved: bool = False,
+    problem: str = "",
 ) -> dict[str, Any]:
-    """What _settings.html (and the composer's picker) read; `form`: one with errors to show."""
+    """What _settings.html (and the composer's picker) read; `form`: one with errors to show,
+    `problem`: what refused a model picked in the composer."""
     choices = model_choices(user)
     current = current_choice(choices, conversation)
     if form is None:
@@ -69,4 +71,5 @@ def settings_context(
         "current_model": current,
         "settings_form": form,
         "settings_saved": saved,
+        "settings_problem": problem,
     }
