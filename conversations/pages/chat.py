@@ -22,6 +22,7 @@ from conversations.services.conversations import (
     conversation_delete,
     conversation_or_404,
     conversation_rename,
+    conversation_take_defaults,
 )
 from conversations.services.errors import TooManyConversations
 from conversations.services.feedback import with_feedback
@@ -87,7 +88,7 @@ def conversation_new(request: AuthenticatedHttpRequest) -> HttpResponse:
         .first()
     )
     if unused is not None:
-        return redirect(unused)
+        return redirect(conversation_take_defaults(conversation=unused))
     try:
         check_create_allowed(request.user)
     except TooManyConversations as refused:

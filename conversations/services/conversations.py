@@ -58,6 +58,21 @@ def conversation_create(
     )
 
 
+def conversation_take_defaults(*, conversation: Conversation) -> Conversation:
+    """An unused conversation offered again by New: the owner's defaults, set since it was
+    made, fill what it leaves unset (a model or instructions chosen in it stay)."""
+    unset = {
+        name: value
+        for name, value in conversation_defaults(conversation.owner).items()
+        if getattr(conversation, name) in (None, "")
+    }
+    if unset:
+        for name, value in unset.items():
+            setattr(conversation, name, value)
+        conversation.save(update_fields=[*unset, "updated_at"])
+    return conversation
+
+
 def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
     conversation.title = title.strip()[:MAX_TITLE]
     conversation.title_is_custom = True

@@ -179,6 +179,18 @@ def test_problem_4_defaults_errors_are_inline(
     assert kept.status_code == 302 and kept["Location"] == reverse("account")
 
 
+def test_problem_4_new_offers_an_unused_conversation_with_the_defaults(
+    alice_client: Client, alice: Any, two_models: Any
+) -> None:
+    alice_client.post(reverse("conversation-new"))  # made before the defaults were set
+    UserPreferences.objects.create(
+        user=alice, default_model_slug="careful", default_instructions="Be kind."
+    )
+    alice_client.post(reverse("conversation-new"))
+    offered = Conversation.objects.get(owner=alice)
+    assert (offered.model_slug, offered.system_prompt) == ("careful", "Be kind.")
+
+
 def test_a_default_model_taken_away_is_not_used(
     alice_client: Client, alice: Any, two_models: Any
 ) -> None:

@@ -41,7 +41,9 @@ def test_a_new_conversation_shows_the_default_model(
 ) -> None:
     page = alice_client.get(conversation.get_absolute_url()).content.decode()
     assert '<option value="quick" selected>Quick' in page
-    assert 'Model and settings: <span class="settings-model" data-model="quick">Quick</span>' in page
+    assert (
+        'Model and settings: <span class="settings-model" data-model="quick">Quick</span>' in page
+    )
 
 
 def test_the_settings_panel_saves_within_the_model_s_bounds(
