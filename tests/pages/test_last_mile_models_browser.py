@@ -21,6 +21,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.pages import test_browser
 from tests.pages.test_browser import Server, home, new_conversation, send
+from tests.pages.test_page_ux_browser import serious_violations
 
 pytestmark = pytest.mark.browser
 
@@ -219,6 +220,7 @@ def test_problem_4_settings_save_in_place_with_a_confirmation_and_inline_errors(
     expect(error).to_contain_text("takes a temperature from 0 to 2")
     expect(page.locator(".settings-saved")).to_have_text("")
     assert_not_reloaded(page)
+    assert serious_violations(page) == []
 
     temperature.fill("0.5")
     page.get_by_role("button", name="Save settings").click()
@@ -242,6 +244,7 @@ def test_problem_4_per_user_default_instructions_and_model(
     defaults.get_by_role("button", name="Save defaults").click()
     expect(page.locator("#conversation-defaults").get_by_role("status")).to_have_text("Saved")
     assert_not_reloaded(page)
+    assert serious_violations(page) == []
 
     try:
         chat = home(alice, server.base)
