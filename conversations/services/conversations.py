@@ -59,17 +59,17 @@ def conversation_create(
 
 
 def conversation_take_defaults(*, conversation: Conversation) -> Conversation:
-    """An unused conversation offered again by New: the owner's defaults, set since it was
-    made, fill what it leaves unset (a model or instructions chosen in it stay)."""
-    unset = {
+    """An unused conversation (no message yet) offered again by New starts afresh: with the
+    owner's defaults as they are now, over a model picked in it before."""
+    changed = {
         name: value
         for name, value in conversation_defaults(conversation.owner).items()
-        if getattr(conversation, name) in (None, "")
+        if getattr(conversation, name) != value
     }
-    if unset:
-        for name, value in unset.items():
+    if changed:
+        for name, value in changed.items():
             setattr(conversation, name, value)
-        conversation.save(update_fields=[*unset, "updated_at"])
+        conversation.save(update_fields=[*changed, "updated_at"])
     return conversation
 
 

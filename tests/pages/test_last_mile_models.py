@@ -183,6 +183,7 @@ def test_problem_4_new_offers_an_unused_conversation_with_the_defaults(
     alice_client: Client, alice: Any, two_models: Any
 ) -> None:
     alice_client.post(reverse("conversation-new"))  # made before the defaults were set
+    Conversation.objects.filter(owner=alice).update(model_slug="quick")  # and a model picked
     UserPreferences.objects.create(
         user=alice, default_model_slug="careful", default_instructions="Be kind."
     )
