@@ -43,6 +43,19 @@
     }
   }
 
+  // The server's URL and key, and the test, are the openai backend's only: shown for it alone.
+  var SERVER_FIELDS = ["base_url", "api_key", "clear_api_key", "api_key_env"];
+
+  function showServerFields(box, backend) {
+    var remote = backend.value === "openai";
+    // style, not the hidden attribute: the admin's CSS sets the rows' display.
+    box.style.display = remote ? "" : "none";
+    SERVER_FIELDS.forEach(function (name) {
+      var row = document.querySelector(".field-" + name);
+      if (row) row.style.display = remote ? "" : "none";
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var box = document.getElementById("connection-test");
     var button = document.getElementById("test-connection");
@@ -50,5 +63,10 @@
     var form = button.closest("form");
     var result = document.getElementById("connection-result");
     button.addEventListener("click", function () { test(box, form, result); });
+    var backend = form.elements.namedItem("backend");
+    if (backend) {
+      showServerFields(box, backend);
+      backend.addEventListener("change", function () { showServerFields(box, backend); });
+    }
   });
 })();

@@ -127,7 +127,9 @@ def test_problem_4_the_admin_adds_a_model_from_the_server_s_list_without_a_resta
     page.goto(f"{server.base}/admin/conversations/chatmodel/add/")
     page.fill("#id_name", "Through the gateway")
     page.fill("#id_slug", "gateway")
+    expect(page.locator("#connection-test")).to_be_hidden()  # the first backend runs here
     page.locator("#id_backend").select_option("openai")  # a list, not free text
+    expect(page.get_by_role("button", name="Test connection")).to_be_visible()
     page.fill("#id_base_url", f"{server.base}/v1")
     result = page.locator("#connection-result")
 
