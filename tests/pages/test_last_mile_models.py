@@ -197,3 +197,18 @@ def test_a_default_model_taken_away_is_not_used(
     UserPreferences.objects.create(user=alice, default_model_slug="gone")
     alice_client.post(reverse("conversation-new"))
     assert Conversation.objects.get(owner=alice).model_slug == ""
+
+
+def test_signed_out_visitors_cannot_save_defaults_or_pick_models(
+    conversation: Conversation, two_models: Any
+) -> None:
+    anonymous = Client()
+    for url in (
+        reverse("account-defaults"),
+        reverse("conversation-model", args=[conversation.pk]),
+    ):
+        response = anonymous.post(url, {"default_model": "careful", "model": "careful"})
+        assert response.status_code == 302 and "/login/" in response["Location"]
+    assert not UserPreferences.objects.exists()
+    conversation.refresh_from_db()
+    assert conversation.model_slug == ""
