@@ -16,6 +16,20 @@ from chatsite.env import env_bool, env_float, env_int, env_json_object, env_orig
 CHAT_MODELS = env_str("CHAT_MODELS")
 CHAT_ENGINE = env_str("CHAT_ENGINE", "llamacpp")
 CHAT_MODEL_NAME = env_str("CHAT_MODEL_NAME")  # the name users see; empty: from the model file
+# Encrypts the API keys typed into the admin (a Fernet key: 32 url-safe base64-encoded bytes);
+# empty: a key derived from SECRET_KEY.
+CHAT_FIELD_ENCRYPTION_KEY = env_str("CHAT_FIELD_ENCRYPTION_KEY")
+if CHAT_FIELD_ENCRYPTION_KEY:
+    from cryptography.fernet import Fernet
+
+    try:
+        Fernet(CHAT_FIELD_ENCRYPTION_KEY)
+    except ValueError:
+        raise ImproperlyConfigured(
+            "CHAT_FIELD_ENCRYPTION_KEY must be a Fernet key (32 url-safe base64-encoded bytes), "
+            'such as the output of python -c "from cryptography.fernet import Fernet; '
+            'print(Fernet.generate_key().decode())".'
+        ) from None
 # After a conversation's first reply its model writes the title (a short request of its own).
 CHAT_AUTO_TITLES = env_bool("CHAT_AUTO_TITLES", True)
 CHAT_SYSTEM_PROMPT = env_str("CHAT_SYSTEM_PROMPT", "You are a helpful assistant.")

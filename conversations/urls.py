@@ -85,6 +85,11 @@ urlpatterns = [
         name="conversation-settings",
     ),
     path(
+        "conversations/<uuid:conversation_id>/model/",
+        chat.conversation_model_view,
+        name="conversation-model",
+    ),
+    path(
         "conversations/<uuid:conversation_id>/delete/",
         chat.conversation_delete_view,
         name="conversation-delete",
@@ -116,6 +121,7 @@ urlpatterns = [
     ),
     path("s/<str:token>/", shares.share_view, name="share-view"),
     path("account/", account.account, name="account"),
+    path("account/defaults/", account.account_defaults_view, name="account-defaults"),
     path("usage/", usage.usage, name="usage"),
     path("join/<str:token>/", join.join, name="join"),
     path("signup/", join.signup, name="signup"),

@@ -55,6 +55,7 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "engine",
             "model",
             "model_slug",
+            "model_name",
             "system_prompt",
             "temperature",
             "max_tokens",

@@ -123,6 +123,18 @@ def load_state(spec: ModelSpec) -> str:
     return "ready"
 
 
+def shown_name(spec: ModelSpec) -> str:
+    """The name users see the model by: its spec's, or for a model named only by its backend
+    (CHAT_ENGINE=openai, no model id, no CHAT_MODEL_NAME) the id its server serves, once this
+    process's engine has asked for it."""
+    if spec.named_by_server:
+        with _lock:
+            engine = _engines.get(spec.engine_key)
+        if engine is not None and engine.model:
+            return engine.model
+    return spec.name
+
+
 def _load(engine: Engine, load: Future[None]) -> None:
     logger.info("loading the %s engine's model %s", engine.name, engine.model)
     try:

@@ -36,6 +36,7 @@ def spec_of(row: ChatModel) -> ModelSpec:
         groups=tuple(group.name for group in row.groups.all()) if row.pk else (),
         enabled=row.enabled,
         declared=False,
+        api_key=row.api_key,
     )
 
 

@@ -28,12 +28,19 @@ from conversations.engines.base import (
     SamplingParams,
     estimate_tokens,
 )
-from conversations.engines.openai_http import ChatEvents, status_error, transport_error
+from conversations.engines.openai_http import (
+    ChatEvents,
+    list_models,
+    status_error,
+    transport_error,
+)
 from conversations.engines.specs import ModelSpec
 
 # After [DONE] the reader reads on to the end of the body, so the connection goes back to the
 # pool; a server that does not end it this soon loses the connection instead.
 _DRAIN_S = 1.0
+# How long load() waits for the server's list of models; the first reply asks again if need be.
+_ASK_MODELS_S = 2.0
 
 logger = logging.getLogger("chatsite.engines.openai")
 
@@ -166,6 +173,13 @@ class OpenAIEngine:
         # The model lives in another server. What is slow here is TLS: reading the CA bundle
         # takes tens of milliseconds, which a reply's first request would spend on the event loop.
         self._tls = httpx.create_ssl_context()
+        if not self.model:
+            # The served model names this one in the page (engines.shown_name); a server that
+            # is away now is asked again by the first reply.
+            try:
+                self.model = first_model(self.base_url, self.api_key, verify=self._tls)
+            except (httpx.HTTPError, EngineError):
+                logger.info("could not ask %smodels for the model to use", self.base_url)
 
     async def unreachable(self) -> str | None:
         try:
@@ -227,13 +241,22 @@ class OpenAIEngine:
         return OpenAIStream(self, messages, params, prompt_tokens)
 
 
+def first_model(base_url: str, api_key: str, *, verify: ssl.SSLContext) -> str:
+    """The first model GET /models lists (synchronous: for load(), on its own thread)."""
+    ids = list_models(base_url, api_key, timeout=_ASK_MODELS_S, verify=verify)
+    if not ids:
+        raise EngineError("The model server offers no model.")
+    return ids[0]
+
+
 def build_engine(spec: ModelSpec) -> OpenAIEngine:
-    """model_id: the served model (empty: the first the server lists). options: `base_url`,
-    `api_key_env` (the environment variable holding the key: keys are never stored), `timeout`;
-    each defaults to its CHAT_OPENAI_* setting."""
-    api_key = settings.CHAT_OPENAI_API_KEY
+    """model_id: the served model (empty: the first the server lists). The API key: the one
+    typed into the admin (stored encrypted), else the one in the variable `api_key_env` names,
+    else CHAT_OPENAI_API_KEY. options: `base_url`, `api_key_env`, `timeout`; each defaults to its
+    CHAT_OPENAI_* setting."""
+    api_key = spec.api_key or settings.CHAT_OPENAI_API_KEY
     key_variable = spec.option("api_key_env", "")
-    if key_variable:
+    if key_variable and not spec.api_key:
         api_key = os.environ.get(key_variable, "")
         if not api_key:
             raise ImproperlyConfigured(

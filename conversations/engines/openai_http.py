@@ -10,6 +10,7 @@ message the user reads and whose detail the operator does.
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -161,3 +162,25 @@ def transport_error(exc: httpx.HTTPError, *, base_url: str, timeout: float) -> E
     if isinstance(exc, httpx.RemoteProtocolError):
         return EngineError("The model server closed the connection in the middle of the reply.")
     return EngineError("The model server failed.", detail=f"{kind}: {exc}")
+
+
+def list_models(
+    base_url: str, api_key: str, *, timeout: float, verify: ssl.SSLContext | bool = True
+) -> list[str]:
+    """The ids GET {base_url}/models lists, in the server's order: the openai engine's default
+    model, and the admin's connection test. Raises EngineError saying what went wrong."""
+    url = base_url.rstrip("/") + "/models"
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        response = httpx.get(url, headers=headers, timeout=timeout, verify=verify)
+    except httpx.HTTPError as exc:
+        raise transport_error(exc, base_url=base_url, timeout=timeout) from None
+    if response.status_code >= 400:
+        raise status_error(response, "")
+    try:
+        return [str(entry["id"]) for entry in response.json()["data"]]
+    except (ValueError, KeyError, TypeError):
+        raise EngineError(
+            "The model server's list of models could not be read.",
+            detail=f"{url} answered something other than OpenAI's list of models.",
+        ) from None

@@ -9,8 +9,8 @@ the context window, the default system prompt and sampling, and who may use it. 
   (`CHAT_ENGINE`, `CHAT_SYSTEM_PROMPT`, ...), so deployments from before keep working;
 - `ChatModel` rows, added and changed in the admin (their slugs may not repeat a declared one).
 
-Secrets are never stored here: an upstream API key is named by the environment variable that
-holds it (`options.api_key_env`).
+An upstream API key is named by the environment variable that holds it (`options.api_key_env`),
+or typed into the admin, which stores it encrypted (`api_key`, never shown in a repr).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from django.core.signals import setting_changed
 from django.core.validators import validate_slug
 from django.dispatch import receiver
 
-from conversations.engines.backends import BACKENDS
+from conversations.engines.backends import BACKEND_OPTIONS, BACKENDS
 
 if TYPE_CHECKING:  # imported at run time, it would load the auth models before Django is set up
     from conversations.types import AnyUser
@@ -58,6 +58,10 @@ class ModelSpec:
     vision: bool = False  # it reads images: attached images go to it as image parts
     tools: bool = False  # it calls tools: an API call's `tools` are passed on to it
     declared: bool = True  # from the environment (False: an admin row)
+    api_key: str = field(default="", repr=False)  # an admin row's stored key ("": none)
+    # Its name is only its backend's: the replies it writes are labelled with the model the
+    # server serves (engines.shown_name), CHAT_ENGINE=openai without a model or CHAT_MODEL_NAME.
+    named_by_server: bool = False
 
     @property
     def engine_key(self) -> str:
@@ -69,6 +73,8 @@ class ModelSpec:
             "model_id": self.model_id,
             "options": self.options,
             "context_tokens": self.context_tokens,
+            # A changed key is a new engine; the digest, not the key, goes into the name.
+            "api_key": hashlib.sha256(self.api_key.encode()).hexdigest() if self.api_key else "",
         }
         digest = hashlib.sha256(json.dumps(built_from, sort_keys=True, default=str).encode())
         return f"{self.slug}:{digest.hexdigest()[:12]}"
@@ -128,6 +134,7 @@ def spec_problems(spec: ModelSpec) -> list[str]:
     problems = []
     if spec.backend not in BACKENDS:
         problems.append(f"backend {spec.backend!r} is not one of {', '.join(BACKENDS)}")
+    problems.extend(option_problems(spec.backend, spec.options))
     if spec.context_tokens < 256:
         problems.append("context_tokens must be at least 256")
     if not 1 <= spec.max_tokens <= spec.max_tokens_limit:
@@ -144,6 +151,27 @@ def spec_problems(spec: ModelSpec) -> list[str]:
         )
     if len(spec.system_prompt) > MAX_SYSTEM_PROMPT_CHARS:
         problems.append(f"system_prompt is limited to {MAX_SYSTEM_PROMPT_CHARS} characters")
+    return problems
+
+
+def option_problems(backend: str, options: Mapping[str, Any]) -> list[str]:
+    """What is wrong with a backend's options: ones it does not read, values of the wrong type."""
+    known = BACKEND_OPTIONS.get(backend)
+    if known is None:
+        return []  # an unknown backend is reported once, by spec_problems
+    problems = []
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        problems.append(
+            f"the {backend} backend has no option {', '.join(map(repr, unknown))} "
+            f"(it reads {', '.join(known) or 'none'})"
+        )
+    for name, value in options.items():
+        types = known.get(name)
+        if types and (
+            not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
+        ):
+            problems.append(f"the option {name!r} has the wrong type ({value!r})")
     return problems
 
 
@@ -207,6 +235,7 @@ def legacy_spec(backend: str | None = None) -> ModelSpec:
     return ModelSpec(
         slug=DEFAULT_SLUG,
         name=settings.CHAT_MODEL_NAME or _default_name(backend, model_id),
+        named_by_server=backend == "openai" and not (settings.CHAT_MODEL_NAME or model_id),
         backend=backend,
         model_id=model_id,
         context_tokens=(

@@ -37,6 +37,7 @@ class MessagePayload(TypedDict):
     engine: str
     model: str
     model_slug: str
+    model_name: str  # the name users saw the model by, for the reply's label
     system_prompt: str
     temperature: float | None
     max_tokens: int | None
@@ -97,6 +98,7 @@ def message_payload(message: Message) -> MessagePayload:
         engine=message.engine,
         model=message.model,
         model_slug=message.model_slug,
+        model_name=message.model_name,
         system_prompt=message.system_prompt,
         temperature=message.temperature,
         max_tokens=message.max_tokens,

@@ -18,6 +18,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 
+from conversations import engines
 from conversations.engines import catalogue, specs
 from conversations.gateway import auth, sse
 from conversations.gateway.endpoints import (
@@ -88,7 +89,7 @@ def _model_object(spec: specs.ModelSpec) -> dict[str, Any]:
         "object": "model",
         "created": 0,
         "owned_by": "chatsite",
-        "name": spec.name,
+        "name": engines.shown_name(spec),  # as the page names it
     }
 
 

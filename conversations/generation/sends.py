@@ -226,6 +226,7 @@ def _pending_reply(
         engine=resolved.engine.name,
         model=resolved.engine.model,
         model_slug=resolved.model.slug,
+        model_name=engines.shown_name(resolved.model),
         system_prompt=resolved.settings.system_prompt,
         temperature=resolved.settings.temperature,
         max_tokens=resolved.settings.max_tokens,

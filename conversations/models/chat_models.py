@@ -2,6 +2,8 @@
 
 from django.db import models
 
+from conversations.models import encryption
+
 
 class ChatModel(models.Model):
     """A model users can chat with, managed in the admin (more can be declared in CHAT_MODELS:
@@ -19,9 +21,11 @@ class ChatModel(models.Model):
     options = models.JSONField(
         default=dict,
         blank=True,
-        help_text='The backend\'s settings, e.g. {"base_url": "http://vllm:8000/v1", '
-        '"api_key_env": "UPSTREAM_KEY"}. Secrets are named by environment variable, never stored.',
+        help_text="The backend's other settings, checked against the ones it knows.",
     )
+    # An upstream API key typed into the admin, as Fernet ciphertext (models.encryption); the
+    # key itself is never shown back. options.api_key_env names a variable instead.
+    api_key_encrypted = models.TextField(blank=True, editable=False)
     context_tokens = models.PositiveIntegerField(default=2048)
     system_prompt = models.TextField(blank=True, help_text="The default for new conversations.")
     temperature = models.FloatField(default=0.7)
@@ -65,3 +69,11 @@ class ChatModel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.slug})"
+
+    @property
+    def api_key(self) -> str:
+        return encryption.decrypt(self.api_key_encrypted)
+
+    @api_key.setter
+    def api_key(self, secret: str) -> None:
+        self.api_key_encrypted = encryption.encrypt(secret)

@@ -97,6 +97,8 @@ class Message(models.Model):
     model = models.CharField(max_length=200, blank=True)
     # What the reply was generated with: the chat model's slug and the settings used.
     model_slug = models.CharField(max_length=50, blank=True)
+    # The name users saw the model by when it wrote the reply, for its label ("" before 0028).
+    model_name = models.CharField(max_length=100, blank=True)
     system_prompt = models.TextField(blank=True)
     temperature = models.FloatField(null=True, blank=True)
     max_tokens = models.PositiveIntegerField(null=True, blank=True)

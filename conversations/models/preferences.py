@@ -1,11 +1,12 @@
-"""A user's preferences for how the pages look."""
+"""A user's preferences: how the pages look, and what their new conversations start with."""
 
 from django.conf import settings
 from django.db import models
 
 
 class UserPreferences(models.Model):
-    """How the pages look for one user; a user without a row gets the defaults."""
+    """How the pages look for one user, and the defaults of their new conversations; a user
+    without a row gets the site's defaults."""
 
     class Theme(models.TextChoices):
         SYSTEM = "system"  # follow the browser's prefers-color-scheme
@@ -16,6 +17,10 @@ class UserPreferences(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preferences"
     )
     theme = models.CharField(max_length=8, choices=Theme.choices, default=Theme.SYSTEM)
+    # A new conversation outside a project starts with these (services.conversations); a
+    # project's own model and instructions win inside it. Empty: the model's defaults.
+    default_instructions = models.TextField(blank=True)
+    default_model_slug = models.CharField(max_length=50, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -1,8 +1,6 @@
 """The chat pages: the list and its sidebar, a conversation's page, one of its messages, the forms
 on it (model and settings, title, delete), and the theme."""
 
-from dataclasses import dataclass
-
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -12,10 +10,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from conversations import engines
-from conversations.engines import catalogue, specs
 from conversations.imports import FORMATS
 from conversations.models import Attachment, Conversation, UserPreferences
+from conversations.pages.chat_settings import settings_context
 from conversations.pages.forms import ConversationSettingsForm, TitleForm
 from conversations.pages.htmx import HtmxRequest
 from conversations.services import audit, branches
@@ -25,6 +22,7 @@ from conversations.services.conversations import (
     conversation_delete,
     conversation_or_404,
     conversation_rename,
+    conversation_take_defaults,
 )
 from conversations.services.errors import TooManyConversations
 from conversations.services.feedback import with_feedback
@@ -90,7 +88,7 @@ def conversation_new(request: AuthenticatedHttpRequest) -> HttpResponse:
         .first()
     )
     if unused is not None:
-        return redirect(unused)
+        return redirect(conversation_take_defaults(conversation=unused))
     try:
         check_create_allowed(request.user)
     except TooManyConversations as refused:
@@ -151,45 +149,29 @@ def _detail_page(
     status: int = 200,
 ) -> HttpResponse:
     messages = with_feedback(branches.visible_branch(conversation), user=request.user)
-    choices = [
-        ModelChoice(spec, engines.load_state(spec)) for spec in catalogue.models_for(request.user)
-    ]
-    current = next((c for c in choices if c.spec.slug == conversation.model_slug), None)
-    if current is None and choices:
-        current = choices[0]  # a new conversation, or one whose model is gone: the default
-    if settings_form is None:
-        settings_form = ConversationSettingsForm(
-            initial={
-                "model": current.spec.slug if current else "",
-                "system_prompt": conversation.system_prompt or "",
-                "temperature": conversation.temperature,
-                "max_tokens": conversation.max_tokens,
-            }
-        )
+    shown = settings_context(request.user, conversation, settings_form)
+    current = shown["current_model"]
     return render(
         request,
         "conversations/detail.html",
         {
-            "conversation": conversation,
+            **shown,
             "sidebar": sidebar_page(request, 1, open_id=conversation.pk),
             "messages": messages,
             "streaming": any(m.is_active for m in messages),
             "max_prompt_chars": settings.CHAT_MAX_PROMPT_CHARS,
-            "model_choices": choices,
             "export_formats": [
                 ("markdown", "Markdown"),
                 ("json", "JSON"),
                 ("txt", "Text"),
                 ("zip", "Zip with files"),
             ],
-            "current_model": current,
             # Files put in the composer and not sent yet: a reload keeps them, as it keeps a draft.
             "pending_attachments": Attachment.objects.pending().filter(
                 owner=request.user, conversation=conversation
             ),
             "context_tokens": current.spec.context_tokens if current else 0,
             "max_attachment_bytes": settings.CHAT_ATTACHMENT_MAX_BYTES,
-            "settings_form": settings_form,
             "origin_note": origin_note(conversation),
             "staff_views": audit.staff_views_shown_to_owner(conversation),
             "staff_views_max": audit.SHOWN_TO_OWNER,
@@ -198,23 +180,25 @@ def _detail_page(
     )
 
 
-@dataclass(frozen=True)
-class ModelChoice:
-    """A model in the picker, with how its engine stands in this process."""
-
-    spec: specs.ModelSpec
-    state: str  # engines.load_state: ready, loading, failed, idle
-
-    @property
-    def note(self) -> str:
-        return {"loading": "loading…", "failed": "unavailable"}.get(self.state, "")
+def _settings_panel(
+    request: HtmxRequest,
+    conversation: Conversation,
+    form: ConversationSettingsForm | None = None,
+    *,
+    saved: bool = False,
+) -> HttpResponse:
+    # 200 even with errors: htmx swaps in only successful responses by default.
+    context = settings_context(request.user, conversation, form, saved=saved)
+    return render(request, "conversations/_settings.html", context)
 
 
 @login_required
 @require_POST
 def conversation_settings_view(
-    request: AuthenticatedHttpRequest, conversation_id: ConversationId
+    request: HtmxRequest, conversation_id: ConversationId
 ) -> HttpResponse:
+    """Saves the settings panel: in place for htmx (the panel comes back saying "Saved", or
+    with its fields' errors), else by a page load."""
     conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
     form = ConversationSettingsForm(request.POST)
     if form.is_valid():
@@ -227,8 +211,34 @@ def conversation_settings_view(
                 form.add_error("model" if name == "model_slug" else name, errors)
     if not form.is_valid():
         conversation.refresh_from_db()
+        if request.htmx:
+            return _settings_panel(request, conversation, form)
         return _detail_page(request, conversation, form, status=400)
+    if request.htmx:
+        return _settings_panel(request, conversation, saved=True)
     return redirect(conversation)
+
+
+@login_required
+@require_POST
+def conversation_model_view(request: HtmxRequest, conversation_id: ConversationId) -> HttpResponse:
+    """The composer's picker changed: the conversation's model is saved, and the settings panel
+    comes back naming it, with its defaults and bounds."""
+    conversation = conversation_or_404(user=request.user, conversation_id=conversation_id)
+    try:
+        conversation_configure(
+            conversation=conversation,
+            user=request.user,
+            changes={"model_slug": request.POST.get("model", "")},
+        )
+    except ValidationError as exc:
+        # A model gone or taken away since the page was made: the panel says so.
+        conversation.refresh_from_db()
+        context = settings_context(request.user, conversation, problem=" ".join(exc.messages))
+        return render(request, "conversations/_settings.html", context)
+    if not request.htmx:
+        return redirect(conversation)
+    return _settings_panel(request, conversation)
 
 
 @login_required

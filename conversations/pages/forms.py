@@ -32,7 +32,9 @@ class ConversationSettingsForm(forms.Form):
     """The page's settings of one conversation; an empty field means the model's default. The
     bounds are the model's, checked by the service (conversation_configure)."""
 
-    model = forms.CharField(max_length=50)
+    # The composer's picker chooses the model; the panel carries it so its bounds are the
+    # ones checked. Empty: the conversation's model stays.
+    model = forms.CharField(max_length=50, required=False)
     system_prompt = forms.CharField(
         required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
     )
@@ -41,9 +43,21 @@ class ConversationSettingsForm(forms.Form):
 
     def changes(self) -> dict[str, object]:
         data = self.cleaned_data
-        return {
-            "model_slug": data["model"],
+        changes: dict[str, object] = {
             "system_prompt": data["system_prompt"] or None,
             "temperature": data["temperature"],
             "max_tokens": data["max_tokens"],
         }
+        if data["model"]:
+            changes["model_slug"] = data["model"]
+        return changes
+
+
+class DefaultsForm(forms.Form):
+    """The account page's defaults for new conversations; the service checks the model is the
+    user's to use and the instructions' length."""
+
+    default_model = forms.CharField(max_length=50, required=False)
+    default_instructions = forms.CharField(
+        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 4})
+    )

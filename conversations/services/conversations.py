@@ -12,6 +12,7 @@ from conversations.engines import catalogue, specs
 from conversations.events import broadcast
 from conversations.events.protocol import Cancel, Deleted
 from conversations.models import Conversation, ConversationQuerySet, Project
+from conversations.services.preferences import conversation_defaults
 from conversations.types import AnyUser, ConversationId, User
 
 MAX_TITLE = 200
@@ -41,9 +42,13 @@ def conversation_or_404(
 def conversation_create(
     *, owner: User, title: str = "", project: Project | None = None, temporary: bool = False
 ) -> Conversation:
-    """A new conversation; one in a project starts with the project's model and settings, a
-    temporary one is deleted once unused (see generation.temporary)."""
-    inherited = {name: getattr(project, name) for name in SETTINGS} if project else {}
+    """A new conversation; one in a project starts with the project's model and settings,
+    then the owner's defaults for what the project leaves unset (services.preferences says the
+    order); a temporary one is deleted once unused (see generation.temporary)."""
+    inherited: dict[str, Any] = dict(conversation_defaults(owner))
+    if project is not None:
+        own = {name: getattr(project, name) for name in SETTINGS}
+        inherited |= {name: value for name, value in own.items() if value not in (None, "")}
     return Conversation.objects.create(
         owner=owner,
         title=title.strip()[:MAX_TITLE],
@@ -51,6 +56,21 @@ def conversation_create(
         temporary=temporary,
         **inherited,
     )
+
+
+def conversation_take_defaults(*, conversation: Conversation) -> Conversation:
+    """An unused conversation (no message yet) offered again by New starts afresh: with the
+    owner's defaults as they are now, over a model picked in it before."""
+    changed = {
+        name: value
+        for name, value in conversation_defaults(conversation.owner).items()
+        if getattr(conversation, name) != value
+    }
+    if changed:
+        for name, value in changed.items():
+            setattr(conversation, name, value)
+        conversation.save(update_fields=[*changed, "updated_at"])
+    return conversation
 
 
 def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:

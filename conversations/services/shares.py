@@ -31,7 +31,15 @@ from conversations.services.tokens import key_hash
 from conversations.types import User
 
 # What a reader sees of each message; nothing else is copied (no ids, no owner, no settings).
-SNAPSHOT_FIELDS = ("role", "content", "created_at", "model_slug", "status", "finish_reason")
+SNAPSHOT_FIELDS = (
+    "role",
+    "content",
+    "created_at",
+    "model_slug",
+    "model_name",
+    "status",
+    "finish_reason",
+)
 # A message sent with files also holds their names (never their text or the files): readers of
 # a link see that a file was attached, not what it held.
 # token_urlsafe(32) is 43 characters; anything much longer is not a token and is not hashed.
@@ -50,6 +58,7 @@ def _snapshot(message: Message) -> dict[str, Any]:
         "content": message.content,
         "created_at": message.created_at.isoformat(),
         "model_slug": message.model_slug,
+        "model_name": message.model_name,
         "status": message.status,
         "finish_reason": message.finish_reason,
     }
@@ -186,6 +195,7 @@ class SharedMessage:
     content: str
     created_at: datetime | None
     model_slug: str
+    model_name: str  # "" in snapshots made before replies recorded it: the label shows the slug
     status: str
     finish_reason: str
     attachments: tuple[str, ...] = ()  # the names of the files it was sent with
@@ -201,6 +211,7 @@ def shared_messages(share: ShareLink) -> list[SharedMessage]:
             content=str(entry.get("content", "")),
             created_at=parse_datetime(str(entry.get("created_at", ""))),
             model_slug=str(entry.get("model_slug", "")),
+            model_name=str(entry.get("model_name", "")),
             status=str(entry.get("status", "")),
             finish_reason=str(entry.get("finish_reason", "")),
             attachments=tuple(str(name) for name in entry.get("attachments") or ()),

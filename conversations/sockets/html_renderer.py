@@ -189,6 +189,8 @@ def _message(payload: MessagePayload) -> Message:
         engine=payload["engine"],
         model=payload["model"],
         model_slug=payload["model_slug"],
+        # .get: a payload made by a process from before 0028 (a rolling deploy) has none.
+        model_name=payload.get("model_name", ""),
         cancelled_by=payload["cancelled_by"],
         error=payload["error"],
         finish_reason=payload["finish_reason"],

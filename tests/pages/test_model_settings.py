@@ -41,7 +41,9 @@ def test_a_new_conversation_shows_the_default_model(
 ) -> None:
     page = alice_client.get(conversation.get_absolute_url()).content.decode()
     assert '<option value="quick" selected>Quick' in page
-    assert "Model and settings: Quick" in page
+    assert (
+        'Model and settings: <span class="settings-model" data-model="quick">Quick</span>' in page
+    )
 
 
 def test_the_settings_panel_saves_within_the_model_s_bounds(
@@ -134,7 +136,7 @@ def test_staff_add_a_model_that_users_can_pick(admin: Client, two_models: Any, a
     ("fields", "error"),
     [
         ({"slug": "quick"}, "A model declared in CHAT_MODELS has this slug."),
-        ({"backend": "gpt9"}, "Backend &#x27;gpt9&#x27; is not one of"),
+        ({"backend": "gpt9"}, "Select a valid choice. gpt9 is not one of the available choices."),
         ({"max_tokens": 5000}, "Max_tokens must be between 1 and max_tokens_limit."),
         ({"temperature": 3}, "Temperature must be between 0 and max_temperature."),
     ],

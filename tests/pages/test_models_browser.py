@@ -89,12 +89,16 @@ def send_with(page: Page, model: str, text: str, *, timeout: float | None = None
     expect(page.locator("#stop-button")).to_be_disabled()
 
 
+NAMES = {spec["slug"]: spec["name"] for spec in MODELS}
+
+
 def assert_model_labels(page: Page, slugs: list[str]) -> None:
+    """Each reply is labelled with its model's name (its slug kept in data-model)."""
     labels = page.locator("#messages .message.assistant .model-name")
     expect(labels).to_have_count(len(slugs))
     for label, slug in zip(labels.all(), slugs, strict=True):
         expect(label).to_have_attribute("data-model", slug)
-        expect(label).to_contain_text(slug)
+        expect(label).to_have_text(f"· {NAMES[slug]}")
 
 
 def test_it_answers_with_each_picked_model_and_records_it(
@@ -145,20 +149,22 @@ def test_it_writes_the_next_reply_with_the_model_and_system_prompt_set_in_the_pa
     conversation = conversation_id(page)
     expect(picker(page)).to_have_value("smollm2")  # a new conversation has the first model
 
+    # The composer's picker is the one place a model is chosen; the panel follows it.
+    picker(page).select_option("scripted")
+    expect(page.locator("details.chat-settings .settings-model")).to_have_text("Scripted")
     page.locator("details.chat-settings > summary").click()
     panel = page.locator("details.chat-settings form")
-    expect(panel.locator("select[name=model]")).to_have_value("smollm2")
-    panel.locator("select[name=model]").select_option("scripted")
     panel.locator("textarea[name=system_prompt]").fill(SYSTEM_PROMPT)
     panel.get_by_role("button", name="Save settings").click()
+    expect(panel.get_by_role("status")).to_have_text("Saved")
 
+    page.reload()
     expect(page).to_have_url(url)
     expect(page.locator("section.chat[data-socket=open]")).to_be_visible()
-    expect(page.locator("details.chat-settings select[name=model]")).to_have_value("scripted")
+    expect(page.locator("details.chat-settings input[name=model]")).to_have_value("scripted")
     expect(page.locator("details.chat-settings textarea[name=system_prompt]")).to_have_value(
         SYSTEM_PROMPT
     )
-    # The panel's model is the conversation's, so the composer's picker shows it too.
     expect(picker(page)).to_have_value("scripted")
 
     send_with(page, "scripted", "What is for dinner?")

@@ -140,6 +140,7 @@ def test_the_snapshot_holds_the_branch_shown_only(chat: Conversation) -> None:
         "content",
         "created_at",
         "model_slug",
+        "model_name",
         "status",
         "finish_reason",
     }

@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("conversations", "0027_temporary_chats"),
+        ("conversations", "0028_models_in_the_page"),
     ]
 
     operations = [
