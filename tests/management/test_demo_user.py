@@ -46,8 +46,8 @@ def test_it_keeps_a_password_changed_since_unless_demo_password_asks_for_another
     capsys.readouterr()
 
     call_command("demo_user")
-    assert get_user_model().objects.get(username="demo").check_password(
-        "chosen-on-the-account-page"
+    assert (
+        get_user_model().objects.get(username="demo").check_password("chosen-on-the-account-page")
     )
     assert "demo-password" not in capsys.readouterr().out
 
