@@ -16,12 +16,13 @@ import socket
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.pages import test_browser
 from tests.pages.test_browser import (
@@ -44,6 +45,7 @@ browser = test_browser.browser
 alice_session = test_browser.alice_session
 alice = test_browser.alice
 proxy = test_browser.proxy
+context = test_browser.context
 
 # Runs in the server's environment: the reply rows of one conversation, oldest first.
 REPLIES_SCRIPT = """
@@ -54,13 +56,15 @@ rows = Message.objects.filter(conversation_id=sys.argv[1]).order_by("created_at"
 print(json.dumps(list(rows.values("role", "content", "status", "cancelled_by"))))
 """
 
-# Runs in the server's environment: a user of this module's own, or their deactivation.
+# Run in the server's environment: a user of this module's own (a superuser with a second
+# argument), and a user's deactivation.
 MAKE_USER_SCRIPT = """
 import json, sys, django
 django.setup()
 from django.contrib.auth import get_user_model
-get_user_model().objects.create_user(sys.argv[1], password=sys.argv[1] + "-password")
-print(json.dumps(True))
+make = get_user_model().objects.create_superuser if sys.argv[2] else get_user_model().objects.create_user
+user = make(sys.argv[1], password=sys.argv[1] + "-password")
+print(json.dumps(user.pk))
 """
 DEACTIVATE_SCRIPT = """
 import json, sys, django
@@ -277,3 +281,54 @@ def until(check: Callable[[], bool], what: str, timeout_s: float = 30) -> None:
     while not check():
         assert time.monotonic() < deadline, f"never happened: {what}"
         time.sleep(0.1)
+
+
+def log_in_as(context: BrowserContext, server: Server, username: str) -> Page:
+    page = context.new_page()
+    page.goto(f"{server.base}/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", f"{username}-password")
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(f"{server.base}/")
+    return page
+
+
+@pytest.mark.parametrize("where", ["the admin", "another process"])
+def test_problem_3_a_deactivated_user_s_reply_stops_at_once(
+    server: Server, browser: Browser, context: BrowserContext, where: str
+) -> None:
+    """Deactivated while the reply is written, by staff in the admin (unticking Active) or by
+    another process (a script): the reply stops as deactivated, not after the grace period as
+    one that nobody watches."""
+    username = f"dora{uuid.uuid4().hex[:8]}"
+    user_id = server.run_script(MAKE_USER_SCRIPT, username, "")
+    page = log_in_as(context, server, username)
+    new_conversation(page)
+    conversation = conversation_of(page)
+    send(page, "Count for me")
+    reply_id = latest_reply_id(page)
+    wait_for_growth(page, reply_id, 0)
+
+    if where == "the admin":
+        staff = f"root{uuid.uuid4().hex[:8]}"
+        server.run_script(MAKE_USER_SCRIPT, staff, "superuser")
+        with contextlib.closing(browser.new_context()) as staff_context:
+            admin = log_in_as(staff_context, server, staff)
+            admin.goto(f"{server.base}/admin/auth/user/{user_id}/change/")
+            admin.get_by_label("Active").uncheck()
+            admin.get_by_role("button", name="Save", exact=True).click()
+            expect(admin.locator(".messagelist")).to_contain_text("was changed successfully")
+    else:
+        server.run_script(DEACTIVATE_SCRIPT, username)
+
+    def reply() -> dict[str, str]:
+        return next(row for row in rows_of(server, conversation) if row["role"] == "assistant")
+
+    until(lambda: reply()["status"] == "cancelled", "the reply stopped")
+    assert reply()["cancelled_by"] == "deactivated"
+    # The tab says so: the reply's end, or (its session over) that it was signed out.
+    expect(
+        page.locator(
+            f"#{reply_id}[data-status=cancelled], #connection-status:has-text('signed out')"
+        )
+    ).not_to_have_count(0)
