@@ -22,13 +22,19 @@ from chatsite.socket_opens import SocketOpenLimit  # noqa: E402
 from conversations.engines import close_engines  # noqa: E402
 from conversations.engines.catalogue import start_loading_at_startup  # noqa: E402
 from conversations.generation.recovery import mark_interrupted_at_startup  # noqa: E402
-from conversations.generation.shutdown import save_replies_then  # noqa: E402
+from conversations.generation.shutdown import (  # noqa: E402
+    save_replies_at_exit,
+    save_replies_then,
+)
 from conversations.sockets.routing import websocket_urlpatterns  # noqa: E402
 
 mark_interrupted_at_startup()
 daphne_backpressure.install()
 daphne_bodies.install()
 daphne_shutdown.install()
+# runserver's (make run), see its docstring: before the interpreter's own exit work, which stops
+# every thread pool (the final saves' database thread among them) before atexit's handlers run.
+threading._register_atexit(save_replies_at_exit)  # type: ignore[attr-defined]  # no public hook
 # The model loads on a thread of its own now, not in the first reply (which waits for it).
 start_loading_at_startup()
 

@@ -101,6 +101,11 @@ class Generation:
         if self._task is not None:
             await asyncio.wait({self._task})
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop it runs on."""
+        return self._task.get_loop() if self._task is not None else None
+
     def interrupt(self) -> None:
         """The process is shutting down: end now, saving the text as interrupted (see _run)."""
         # Not once it is saving: that save is the one being waited for.

@@ -6,7 +6,8 @@ CHAT_FLUSH_INTERVAL_S of it) went with the process. Cancelled here, each generat
 has, the text its tabs were shown and more, as interrupted (see runner.Generation._run), and
 tells its tabs; the server waits for that, up to SAVE_TIMEOUT_S: daphne through a reactor
 trigger (chatsite.daphne_shutdown), uvicorn through the SIGTERM handler (chatsite.asgi), which
-lets uvicorn shut down once the replies are saved.
+lets uvicorn shut down once the replies are saved, and `manage.py runserver` (`make run`) at exit
+(save_replies_at_exit).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from contextlib import suppress
 
 from conversations.generation import runner
 
@@ -72,3 +74,19 @@ def save_replies_then(shut_down: Callable[[], None]) -> bool:
 
 
 _saving: set[asyncio.Task[None]] = set()  # a strong reference, as for any task
+
+
+def save_replies_at_exit() -> None:
+    """For the interpreter's exit. runserver's autoreloader runs the server's loop on a thread of its own and
+    ends the process from the main thread (a reload after a code change, Ctrl-C), with the loop
+    still running the replies: they are saved on that loop first. Elsewhere the loop has stopped
+    by now, and this does nothing."""
+    generations = runner.running_all()
+    if not generations:
+        return
+    loop = generations[0].loop
+    if loop is None or not loop.is_running():
+        return
+    saving = asyncio.run_coroutine_threadsafe(generations_interrupt(), loop)
+    with suppress(Exception):  # whatever happens, the process exits
+        saving.result(timeout=SAVE_TIMEOUT_S + 1)
