@@ -2,8 +2,10 @@
 // - the composer: Enter sends, Shift+Enter is a newline, every message carries a fresh
 //   idempotency key so a retried or double-clicked send never starts two replies, a send the
 //   server refuses puts its text back, a message over the limit is refused before it is sent,
-//   and each conversation's draft is kept in localStorage until it is sent;
-// - the connection: the page shows when its socket is down (htmx reconnects after 1006);
+//   each conversation's draft is kept in localStorage until it is sent, and a message stays in
+//   the box, with its key, until the server answers it (sent again after a reconnect);
+// - the connection: the page shows when its socket is down (htmx reconnects after 1006), and
+//   a reply being written says it is reconnecting, its Stop disabled;
 // - catching up: a fragment for a message this page never saw start means the page missed
 //   events while disconnected, so it reloads (keeping the draft) and the server resends the rest;
 // - scrolling: the view follows a streaming reply while the reader is at the bottom.
@@ -256,8 +258,9 @@
   }
 
   // While the socket is down nothing reaches this page, and a Stop would reach nobody: a reply
-  // being written says it is reconnecting, and Stop waits for the socket. Once it is open the
-  // server sends the reply as it is now (its text so far, or how it ended), which replaces both.
+  // being written says it is reconnecting, and Stop waits for the socket. Once it is open they
+  // are as they were, until the server's account of the reply (its text so far, or how it
+  // ended) replaces them.
   function showOutage(chat, down) {
     chat.querySelectorAll(".message .badge.streaming, .message .badge.waiting").forEach(function (badge) {
       if (down && !badge.dataset.shown) {
