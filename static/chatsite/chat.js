@@ -2,8 +2,9 @@
 // - the composer: Enter sends, Shift+Enter is a newline, every message carries a fresh
 //   idempotency key so a retried or double-clicked send never starts two replies, a send the
 //   server refuses puts its text back, a message over the limit is refused before it is sent,
-//   each conversation's draft is kept in localStorage until it is sent, and a message stays in
-//   the box, with its key, until the server answers it (sent again after a reconnect);
+//   each conversation's draft is kept in localStorage until it is sent, and a message sent
+//   while the socket is down, or lost with it before the server answered, is sent again once
+//   it is back, with the same key;
 // - the connection: the page shows when its socket is down (htmx reconnects after 1006), and
 //   a reply being written says it is reconnecting, its Stop disabled;
 // - catching up: a fragment for a message this page never saw start means the page missed
