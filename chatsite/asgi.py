@@ -14,7 +14,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from chatsite import daphne_backpressure, daphne_bodies  # noqa: E402
+from chatsite import daphne_backpressure, daphne_bodies, daphne_shutdown  # noqa: E402
 from chatsite.body_limits import BodyLimit  # noqa: E402
 from chatsite.client_left import ClientLeft  # noqa: E402
 from chatsite.origins import OriginValidator  # noqa: E402
@@ -22,36 +22,55 @@ from chatsite.socket_opens import SocketOpenLimit  # noqa: E402
 from conversations.engines import close_engines  # noqa: E402
 from conversations.engines.catalogue import start_loading_at_startup  # noqa: E402
 from conversations.generation.recovery import mark_interrupted_at_startup  # noqa: E402
+from conversations.generation.shutdown import (  # noqa: E402
+    save_replies_at_exit,
+    save_replies_then,
+)
 from conversations.sockets.routing import websocket_urlpatterns  # noqa: E402
 
 mark_interrupted_at_startup()
 daphne_backpressure.install()
 daphne_bodies.install()
+daphne_shutdown.install()
+# runserver's (make run), see its docstring: before the interpreter's own exit work, which stops
+# every thread pool (the final saves' database thread among them) before atexit's handlers run.
+threading._register_atexit(save_replies_at_exit)  # type: ignore[attr-defined]  # no public hook
 # The model loads on a thread of its own now, not in the first reply (which waits for it).
 start_loading_at_startup()
 
 
 def close_engines_on_sigterm() -> None:
-    """Close the engines when SIGTERM arrives, then let the server's own handler shut it down.
+    """Save the replies being written and close the engines when SIGTERM arrives, then let the
+    server's own handler shut it down.
 
     Engines are closed at exit (atexit), but uvicorn ends its process by raising SIGTERM again
     with the default action once it has shut down, and no exit handler runs: vLLM's engine core
-    and worker processes were left running. (Daphne's Twisted installs its handler after this
-    one and exits normally, through atexit.)
+    and worker processes were left running. That second SIGTERM comes here, while the event loop
+    still runs the replies being written: they are saved before the default action ends the
+    process (see conversations.generation.shutdown). (Daphne's Twisted installs its handler after
+    this one and exits normally, through atexit; chatsite.daphne_shutdown saves its replies.)
     """
     if threading.current_thread() is not threading.main_thread():
         return  # only the main thread may set signal handlers
     server_handler = signal.getsignal(signal.SIGTERM)
     if server_handler is signal.SIG_IGN:
         return
+    saving: list[int] = []  # SIGTERMs received
 
     def on_sigterm(signum: int, frame: FrameType | None) -> None:
-        close_engines()
-        if callable(server_handler):
-            server_handler(signum, frame)
-        else:  # no server handler: the default action, now that nothing is left behind
-            signal.signal(signum, signal.SIG_DFL)
-            signal.raise_signal(signum)
+        def shut_down() -> None:
+            close_engines()
+            if callable(server_handler):
+                server_handler(signum, frame)
+            else:  # no server handler: the default action, now that nothing is left behind
+                signal.signal(signum, signal.SIG_DFL)
+                signal.raise_signal(signum)
+
+        # The replies being written are saved first (bounded), while the loop still runs them;
+        # a second SIGTERM meanwhile shuts down at once.
+        if saving or not save_replies_then(shut_down):
+            shut_down()
+        saving.append(signum)
 
     signal.signal(signal.SIGTERM, on_sigterm)
 

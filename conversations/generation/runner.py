@@ -41,6 +41,11 @@ def running_here(message_id: int | None) -> RunningReply | None:
     return _running.get(message_id) if message_id is not None else None
 
 
+def running_all() -> list[Generation]:
+    """Every generation running in this process (see shutdown)."""
+    return list(_running.values())
+
+
 class Generation:
     """One reply being generated in this process, from its plan to its final save. Callers
     reach it as a RunningReply (see running); its Control sees only its parts."""
@@ -60,6 +65,7 @@ class Generation:
         )
         self._control = Control(plan, feed=self._feed, stopping=self._stopping, outbox=self._outbox)
         self._task: asyncio.Task[None] | None = None
+        self._finishing = False  # its end is decided and being saved
 
     @classmethod
     def start(cls, plan: ReplyPlan) -> Generation:
@@ -95,6 +101,17 @@ class Generation:
         if self._task is not None:
             await asyncio.wait({self._task})
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop it runs on."""
+        return self._task.get_loop() if self._task is not None else None
+
+    def interrupt(self) -> None:
+        """The process is shutting down: end now, saving the text as interrupted (see _run)."""
+        # Not once it is saving: that save is the one being waited for.
+        if self._task is not None and not self._finishing:
+            self._task.cancel()
+
     # Its life.
 
     async def run(self) -> None:
@@ -113,6 +130,7 @@ class Generation:
             ending = Ending(Status.INTERRUPTED, INTERRUPTED_ERROR)
             raise
         finally:
+            self._finishing = True
             self._control.stop()
             try:
                 await self._finish(ending)

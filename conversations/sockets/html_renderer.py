@@ -100,7 +100,9 @@ class HtmlRenderer:
         head, length = longest_head(
             text,
             lambda part: render_to_string(
-                "conversations/events/snapshot.html", {"message_id": message_id, "text": part}
+                "conversations/events/snapshot.html",
+                # The whole text's length too: what the head leaves out follows as deltas.
+                {"message_id": message_id, "text": part, "total": len(text)},
             ),
             self.frame_bytes,
         )

@@ -2,8 +2,11 @@
 // - the composer: Enter sends, Shift+Enter is a newline, every message carries a fresh
 //   idempotency key so a retried or double-clicked send never starts two replies, a send the
 //   server refuses puts its text back, a message over the limit is refused before it is sent,
-//   and each conversation's draft is kept in localStorage until it is sent;
-// - the connection: the page shows when its socket is down (htmx reconnects after 1006);
+//   each conversation's draft is kept in localStorage until it is sent, and a message sent
+//   while the socket is down, or lost with it before the server answered, is sent again once
+//   it is back, with the same key;
+// - the connection: the page shows when its socket is down (htmx reconnects after 1006), and
+//   a reply being written says it is reconnecting, its Stop disabled;
 // - catching up: a fragment for a message this page never saw start means the page missed
 //   events while disconnected, so it reloads (keeping the draft) and the server resends the rest;
 // - scrolling: the view follows a streaming reply while the reader is at the bottom.
@@ -67,9 +70,42 @@
       textarea.focus();
     });
     function userMessages() { return chat.querySelectorAll("#messages .message.user").length; }
+    // A message is held in the box, with its key, until the server has answered it: sent while
+    // the socket is down, or lost with a socket that went down before the answer, it is sent
+    // again once the socket is open (setupConnectionStatus runs first and marks it open). The
+    // same idempotency key makes that exactly once: a send the server had already saved is
+    // refused as a duplicate, and the page shows the message it saved.
+    var held = false;
+    var sentKey = null;
+    function hold() {
+      held = true;
+      chat.dispatchEvent(new CustomEvent("chatsite:held"));
+    }
+    form.addEventListener("htmx:wsConfigSend", function (event) {
+      if (event.defaultPrevented || chat.dataset.socket === "open") return;
+      event.preventDefault(); // not htmx's queue: it forgets what a dying socket swallowed
+      hold();
+    });
+    chat.addEventListener("htmx:wsOpen", function () {
+      if (!held) return;
+      held = false;
+      form.requestSubmit();
+    });
+    chat.addEventListener("htmx:wsClose", function (event) {
+      if (lastSent === null) return;
+      // No answer came: the server may never have read it. Back in the box with its key.
+      if (!textarea.value) {
+        textarea.value = lastSent;
+        if (keyField && sentKey) keyField.value = sentKey;
+      }
+      lastSent = null;
+      changed();
+      if (RECONNECTING_CODES.indexOf(event.detail.event.code) >= 0) hold();
+    });
     var sentAt = 0;
     form.addEventListener("htmx:wsAfterSend", function () {
       lastSent = textarea.value;
+      sentKey = keyField ? keyField.value : null;
       sentAt = userMessages();
       textarea.value = "";
       changed();
@@ -79,8 +115,10 @@
     });
     chat.addEventListener("htmx:wsAfterMessage", function () {
       if (lastSent === null) return;
-      if (userMessages() > sentAt) {
-        lastSent = null; // accepted: the message is on the page
+      var duplicate = errors && errors.querySelector(".error[data-code='duplicate']");
+      if (userMessages() > sentAt || duplicate) {
+        lastSent = null; // accepted: the message is on the page (or was, before a reconnect)
+        if (duplicate) errors.replaceChildren();
       } else if (errors && errors.querySelector(".error")) {
         // Refused (a reply is still running, too many sends...): the text is not lost.
         if (!textarea.value) textarea.value = lastSent;
@@ -161,6 +199,7 @@
   function setupConnectionStatus(chat) {
     var status = document.getElementById("connection-status");
     var wasOpen = false;
+    var LOST = gettext("Connection lost. Reconnecting…");
     function show(state, text) {
       chat.dataset.socket = state;
       if (!status) return;
@@ -169,32 +208,37 @@
     }
     show("connecting", "");
     chat.addEventListener("htmx:wsConnecting", function () {
-      show("connecting", waiting ? WAITING : wasOpen ? "Connection lost. Reconnecting…" : "");
+      show("connecting", waiting ? WAITING : wasOpen ? LOST : "");
     });
-    // htmx queues a frame sent while the socket is down and sends it once it is open again:
-    // say so, rather than let a message leave minutes later without a word.
+    // The composer holds a message sent while the socket is down (or lost with it) and sends
+    // it once the socket is open again: say so, rather than let it leave later without a word.
     var waiting = false;
-    var WAITING = "Not connected. Your message will be sent when the connection is back.";
-    chat.addEventListener("htmx:wsConfigSend", function () {
-      if (chat.dataset.socket === "open") return;
+    var WAITING = gettext("Not connected. Your message will be sent when the connection is back.");
+    chat.addEventListener("chatsite:held", function () {
       waiting = true;
-      show(chat.dataset.socket, WAITING);
+      if (chat.dataset.socket === "closed") {
+        show("closed", gettext("Disconnected, and your message was not sent. Reload the page and send it again."));
+      } else {
+        show(chat.dataset.socket, WAITING);
+      }
     });
     chat.addEventListener("htmx:wsAfterSend", function () {
       if (waiting || chat.dataset.socket !== "open") return;
-      show("open", ""); // the queued message has left
+      show("open", ""); // the held message has left
     });
     chat.addEventListener("htmx:wsOpen", function () {
       wasOpen = true;
-      show("open", waiting ? "Connected again. Your message is being sent." : "");
+      showOutage(chat, false);
+      show("open", waiting ? gettext("Connected again. Your message is being sent.") : "");
       waiting = false;
     });
     chat.addEventListener("htmx:wsClose", function (event) {
       var code = event.detail.event.code;
       if (RECONNECTING_CODES.indexOf(code) >= 0) {
-        show("reconnecting", waiting ? WAITING : "Connection lost. Reconnecting…");
+        showOutage(chat, true);
+        show("reconnecting", waiting ? WAITING : LOST);
       } else if (waiting) {
-        show("closed", "Disconnected, and your message was not sent. Reload the page and send it again.");
+        show("closed", gettext("Disconnected, and your message was not sent. Reload the page and send it again."));
       } else if (code === 4403) {
         show("closed", "This conversation is no longer available to you.");
       } else if (code === 4404) {
@@ -212,6 +256,35 @@
         show("closed", "Disconnected. Reload the page to continue.");
       }
     });
+  }
+
+  // While the socket is down nothing reaches this page, and a Stop would reach nobody: a reply
+  // being written says it is reconnecting, and Stop waits for the socket. Once it is open they
+  // are as they were, until the server's account of the reply (its text so far, or how it
+  // ended) replaces them.
+  function showOutage(chat, down) {
+    chat.querySelectorAll(".message .badge.streaming, .message .badge.waiting").forEach(function (badge) {
+      if (down && !badge.dataset.shown) {
+        badge.dataset.shown = badge.textContent;
+        badge.textContent = gettext("reconnecting…");
+        badge.classList.add("reconnecting");
+      } else if (!down && badge.dataset.shown) {
+        badge.textContent = badge.dataset.shown;
+        delete badge.dataset.shown;
+        badge.classList.remove("reconnecting");
+      }
+    });
+    var stop = document.getElementById("stop-button");
+    if (!stop) return;
+    if (down && !stop.disabled) {
+      stop.disabled = true;
+      stop.dataset.outage = "true";
+      stop.title = gettext("Stop works again once the connection is back.");
+    } else if (!down && stop.dataset.outage) {
+      stop.disabled = false;
+      delete stop.dataset.outage;
+      stop.removeAttribute("title");
+    }
   }
 
   function setupCatchUp(chat, saveDraft) {
@@ -295,9 +368,10 @@
     var chat = document.querySelector("section.chat[ws-connect]");
     var form = document.getElementById("send-form");
     if (!chat || !form) return;
+    // First: the composer's handlers find the socket's state already updated.
+    setupConnectionStatus(chat);
     var saveDraft = setupComposer(chat, form);
     setupStop(chat, form);
-    setupConnectionStatus(chat);
     setupCatchUp(chat, saveDraft);
     setupScrolling(chat);
   });

@@ -169,10 +169,15 @@ def session_cookie(user: Any) -> str:
 
 
 def open_socket(server: ServerProcess, conversation_id: Any, cookie: str) -> Any:
+    return open_socket_on(server.port, conversation_id, cookie)
+
+
+def open_socket_on(port: int, conversation_id: Any, cookie: str) -> Any:
+    """A JSON socket on a conversation, to a server on `port` started some other way."""
     return connect(
-        f"ws://127.0.0.1:{server.port}/ws/conversations/{conversation_id}/",
+        f"ws://127.0.0.1:{port}/ws/conversations/{conversation_id}/",
         subprotocols=[JSON_SUBPROTOCOL],  # type: ignore[list-item]
-        additional_headers={"Cookie": cookie, "Origin": server.origin},
+        additional_headers={"Cookie": cookie, "Origin": f"http://127.0.0.1:{port}"},
         open_timeout=10,
     )
 
