@@ -271,7 +271,9 @@ def test_problem_6_snippets_are_plain_text_cut_at_words(
     text = snippet.text_content() or ""
     assert not re.search(r"\*\*|`|\]\(|https?://", text), text
     assert text.endswith("…")
-    words = set(["and", "a", "very", "long", "history", "of", "trading", "dhows", "across", "the", "ocean"])
+    words = set(
+        ["and", "a", "very", "long", "history", "of", "trading", "dhows", "across", "the", "ocean"]
+    )
     assert text.removesuffix("…").split()[-1] in words, "cut after a whole word"
 
 
