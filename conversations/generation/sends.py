@@ -35,7 +35,7 @@ from conversations.services.errors import (
     SendRefused,
     SessionEnded,
 )
-from conversations.services.plain import plain_title
+from conversations.services.plain import first_words
 from conversations.types import User
 
 
@@ -146,7 +146,7 @@ def _write(send: Send, chosen: Conversation, where: Place, resolved: Resolved) -
     reply = _pending_reply(conversation, parent, where.prefix, reply_key, resolved)
     title = chosen.title
     if user_message is not None and not title and not chosen.title_is_custom:
-        title = _first_words(turn.content or _first_attachment_name(user_message))
+        title = first_words(turn.content or _first_attachment_name(user_message))
     # The model picked for this send is the conversation's from now on, in every tab, and the
     # branch the new messages make is the one shown.
     Conversation.objects.filter(pk=conversation.pk).update(
@@ -163,11 +163,6 @@ def _sent_before(conversation: Conversation, key: str) -> bool:
         bool(key)
         and Message.objects.filter(conversation=conversation, idempotency_key=key).exists()
     )
-
-
-def _first_words(text: str) -> str:
-    """A new conversation's title until one is written: the words a reader sees (no Markdown)."""
-    return plain_title(text, limit=Conversation.FIRST_WORDS_CHARS)
 
 
 def _first_attachment_name(message: Message) -> str:

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from conversations.models import Conversation
+
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 
 # Tokens whose content is text a reader sees: the text of inline runs, and code.
@@ -22,6 +24,12 @@ _BREAKS = {"softbreak", "hardbreak"}
 def plain_text(markdown: str) -> str:
     """`markdown`'s visible text, its blocks and lines joined by single spaces."""
     return " ".join("".join(_words(_markdown.parse(markdown))).split())
+
+
+def first_words(markdown: str) -> str:
+    """A conversation's title until one is written: the first words a reader sees of its first
+    message (no Markdown)."""
+    return plain_title(markdown, limit=Conversation.FIRST_WORDS_CHARS)
 
 
 def plain_title(markdown: str, *, limit: int) -> str:
