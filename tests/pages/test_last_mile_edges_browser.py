@@ -19,6 +19,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.pages import test_browser
 from tests.pages.test_browser import Server, home, new_conversation, send
+from tests.pages.test_page_ux_browser import DESKTOP, PHONE, serious_violations
 
 pytestmark = pytest.mark.browser
 
@@ -360,3 +361,39 @@ def test_problem_6_jump_to_latest_while_scrolled_up_during_a_stream(
     assert page.locator("#messages").evaluate(at_bottom)
     expect(page.locator("#send-form textarea")).to_be_focused()
     page.locator("#stop-button").click()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_problem_6_the_new_controls_pass_axe(
+    server: Server,
+    browser: Browser,
+    alice_session: str,
+    scheme: str,
+    viewport: dict[str, int],
+) -> None:
+    """The folded message and its Show more, Jump to latest and the Undo toast, in both themes
+    and on both screens: axe-core finds nothing serious or critical."""
+    context = browser.new_context(
+        viewport=viewport,  # type: ignore[arg-type]
+        color_scheme=scheme,  # type: ignore[arg-type]
+        storage_state=alice_session,
+    )
+    try:
+        page = context.new_page()
+        seeded = server.run_script(SEED_SCRIPT, "Checked by axe")
+        page.goto(server.base + seeded["url"])
+        expect(page.locator("section.chat[data-socket=open]")).to_be_visible()
+        send(page, "A long question? " * 400)
+        expect(page.get_by_role("button", name="Show more")).to_be_visible()
+        page.locator("#messages").evaluate("list => { list.scrollTop = 0; }")
+        expect(page.get_by_role("button", name="Jump to latest")).to_be_visible()
+        assert serious_violations(page) == []
+        page.locator("#stop-button").click()
+        open_menu(page)
+        page.get_by_role("button", name="Delete").click()
+        expect(page.get_by_role("button", name="Undo")).to_be_visible()
+        assert serious_violations(page) == []
+        page.get_by_role("button", name="Undo").click()
+    finally:
+        context.close()
