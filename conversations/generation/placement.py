@@ -14,9 +14,10 @@ NO_USER_MESSAGE = -1  # a turn that adds a reply only
 @dataclass(frozen=True)
 class Turn:
     """What a send asks for: a new message (`send`), another version of the last reply
-    (`regenerate`; `retry` after a failure, which takes the failed version's place), a new version of one of the user's messages and
-    a reply to it (`edit`), the last reply carried on from where it was cut off (`continue`), or
-    a reply to the branch as it stands (`answer`: to the tool results an API caller saved).
+    (`regenerate`; `retry` after a failure, which takes the failed version's place), a new
+    version of one of the user's messages and a reply to it (`edit`), the last reply carried on
+    from where it was cut off (`continue`), or a reply to the branch as it stands (`answer`: to
+    the tool results an API caller saved).
     Each starts a reply under the same rules: one at a time per conversation, the same limits."""
 
     kind: str = "send"

@@ -6,10 +6,11 @@ embedded engine) the title is the first words of the first message, set by the s
 is a small one of its own, started after the reply's final event went out, and it gives way to
 any reply: a reply starting on the title model's engine in this process stops it first
 (`reply_starting`), so a follow-up never waits behind a title. Its answer, cleaned of Markdown,
-replaces the title only while nobody has renamed the conversation (a conditional UPDATE). Deleting the conversation stops the request in the
-engine, in whichever process it runs: the title writer listens on the conversation's generation
-group for the Stop that services.conversations.conversation_delete sends there. Every tab of the
-conversation is told the new title.
+replaces the title only while nobody has renamed the conversation (a conditional UPDATE).
+Deleting the conversation stops the request in the engine, in whichever process it runs: the
+title writer listens on the conversation's generation group for the Stop that
+services.conversations.conversation_delete sends there. Every tab of the conversation is told
+the new title.
 """
 
 from __future__ import annotations
