@@ -52,7 +52,8 @@
     messages.after(button);
 
     function update() {
-      var away = messages.scrollHeight - messages.scrollTop - messages.clientHeight > NEAR_BOTTOM_PX;
+      var below = messages.scrollHeight - messages.scrollTop - messages.clientHeight;
+      var away = below > NEAR_BOTTOM_PX;
       button.hidden = !(away && messages.getAttribute("aria-busy") === "true");
     }
     button.addEventListener("click", function () {

@@ -61,7 +61,8 @@
     if (pending) return;
     var menu = form.closest("details");
     if (menu) menu.open = false;
-    pending = { form: form, toast: toastFor(form, seconds), timer: setTimeout(send, seconds * 1000) };
+    var toast = toastFor(form, seconds);
+    pending = { form: form, toast: toast, timer: setTimeout(send, seconds * 1000) };
   });
 
   window.addEventListener("pagehide", function () {
