@@ -30,8 +30,15 @@ if CHAT_FIELD_ENCRYPTION_KEY:
             'such as the output of python -c "from cryptography.fernet import Fernet; '
             'print(Fernet.generate_key().decode())".'
         ) from None
-# After a conversation's first reply its model writes the title (a short request of its own).
+# After a conversation's first reply the title model writes its title (a short request of its
+# own); without one the title is the first words of the first message.
 CHAT_AUTO_TITLES = env_bool("CHAT_AUTO_TITLES", True)
+# The title model: a model's slug (CHAT_MODELS or an admin's row); empty: none. By default the
+# one model of a single engine, except the embedded one: it writes one reply at a time, and
+# SmolLM2's titles are worse than the first words.
+CHAT_TITLE_MODEL = env_str(
+    "CHAT_TITLE_MODEL", "" if CHAT_MODELS.strip() or CHAT_ENGINE == "llamacpp" else "default"
+)
 CHAT_SYSTEM_PROMPT = env_str("CHAT_SYSTEM_PROMPT", "You are a helpful assistant.")
 CHAT_MAX_TOKENS = env_int("CHAT_MAX_TOKENS", 512, minimum=1)
 CHAT_TEMPERATURE = env_float("CHAT_TEMPERATURE", 0.7, minimum=0.0)

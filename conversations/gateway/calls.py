@@ -40,6 +40,7 @@ from conversations.models import ApiToken, Attachment, Conversation, Message
 from conversations.services.conversations import conversation_visible
 from conversations.services.errors import ConversationGone, SendRefused
 from conversations.services.limits import conversation_counted
+from conversations.services.plain import first_words
 
 logger = logging.getLogger("chatsite.gateway")
 
@@ -121,7 +122,7 @@ def call_save(
                 origin=Conversation.Origin.API,
                 origin_detail=_printable(client)[:MAX_ORIGIN_DETAIL],
                 api_token=token,
-                title=Conversation.first_words(call.first_question),
+                title=first_words(call.first_question),
                 model_slug=model.slug,
                 system_prompt=call.system_prompt,
             )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from conversations.models import Conversation, Message
 from conversations.services import branches
@@ -14,9 +14,10 @@ NO_USER_MESSAGE = -1  # a turn that adds a reply only
 @dataclass(frozen=True)
 class Turn:
     """What a send asks for: a new message (`send`), another version of the last reply
-    (`regenerate`, also Retry after a failure), a new version of one of the user's messages and
-    a reply to it (`edit`), the last reply carried on from where it was cut off (`continue`), or
-    a reply to the branch as it stands (`answer`: to the tool results an API caller saved).
+    (`regenerate`; `retry` after a failure, which takes the failed version's place), a new
+    version of one of the user's messages and a reply to it (`edit`), the last reply carried on
+    from where it was cut off (`continue`), or a reply to the branch as it stands (`answer`: to
+    the tool results an API caller saved).
     Each starts a reply under the same rules: one at a time per conversation, the same limits."""
 
     kind: str = "send"
@@ -35,6 +36,7 @@ class Place:
     reply_parent: int | None = None  # without a user message: the reply's parent
     prefix: str = ""  # continue: the text the new reply starts from
     after: int | None = None  # the last message the tabs keep showing
+    replaces: int | None = None  # retry: the failed reply the new one takes the place of
 
     @classmethod
     def reply_only(cls, parent: int | None, prefix: str = "") -> Place:
@@ -76,14 +78,27 @@ def place(conversation: Conversation, turn: Turn, leaf_id: int | None) -> Place:
     leaf = Message.objects.filter(pk=leaf_id).first() if leaf_id is not None else None
     if leaf is None:
         raise NothingToRedo("There is no reply to do again yet.")
-    if turn.kind == "regenerate":
+    if turn.kind in ("regenerate", "retry"):
         parent = leaf.parent_id if leaf.role == Message.Role.ASSISTANT else leaf.pk
-        return Place.reply_only(parent)
+        where = Place.reply_only(parent)
+        if turn.kind == "retry" and _failed_reply(leaf):
+            # Retrying again and again leaves one failed version, not one more each time.
+            return replace(where, replaces=leaf.pk)
+        return where
     if turn.kind == "continue":
         if not leaf.can_continue:
             raise NothingToRedo("Only a reply that was cut off or stopped can be continued.")
         return Place.reply_only(leaf.parent_id, prefix=leaf.content)
     raise ValueError(f"unknown turn {turn.kind!r}")
+
+
+def _failed_reply(message: Message) -> bool:
+    """A reply that ended in an error and that nothing follows (no tool results, no answer)."""
+    return (
+        message.role == Message.Role.ASSISTANT
+        and message.status == Message.Status.ERROR
+        and not message.children.exists()
+    )
 
 
 def _check_on_this_conversation(conversation: Conversation, message_id: int) -> None:

@@ -69,6 +69,7 @@ class Generation:
 
     @classmethod
     def start(cls, plan: ReplyPlan) -> Generation:
+        titles.reply_starting(plan.model)  # a title being written on its engine gives way
         generation = cls(plan)
         _running[plan.message_id] = generation
         # In a context of its own, not its starter's: a generation outlives the HTTP request

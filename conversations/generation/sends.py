@@ -35,6 +35,7 @@ from conversations.services.errors import (
     SendRefused,
     SessionEnded,
 )
+from conversations.services.plain import first_words
 from conversations.types import User
 
 
@@ -145,12 +146,15 @@ def _write(send: Send, chosen: Conversation, where: Place, resolved: Resolved) -
     reply = _pending_reply(conversation, parent, where.prefix, reply_key, resolved)
     title = chosen.title
     if user_message is not None and not title and not chosen.title_is_custom:
-        title = Conversation.first_words(turn.content or _first_attachment_name(user_message))
+        title = first_words(turn.content or _first_attachment_name(user_message))
     # The model picked for this send is the conversation's from now on, in every tab, and the
     # branch the new messages make is the one shown.
     Conversation.objects.filter(pk=conversation.pk).update(
         updated_at=timezone.now(), model_slug=resolved.model.slug, current_leaf=reply, title=title
     )
+    if where.replaces is not None:
+        # A retry's failed version goes (not shown any more: the new reply is the leaf now).
+        Message.objects.filter(pk=where.replaces, status=Message.Status.ERROR).delete()
     return Saved(user_message, reply, place=where, title=title, resolved=resolved)
 
 

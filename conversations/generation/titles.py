@@ -1,12 +1,16 @@
-"""A conversation's title, written by its model once the first reply is complete.
+"""A conversation's title, written by the title model (CHAT_TITLE_MODEL) once the first reply is
+complete.
 
-Until then (and whenever this fails) the title is the first words of the first message, set by
-the send. The request is a small one of its own, started after the reply's final event went
-out, so it never delays or slows the reply; its answer replaces the title only while nobody has
-renamed the conversation (a conditional UPDATE). Deleting the conversation stops the request in the
-engine, in whichever process it runs: the title writer listens on the conversation's generation
-group for the Stop that services.conversations.conversation_delete sends there. Every tab of the
-conversation is told the new title.
+Until then (and whenever this fails, and always without a title model: the default for the
+embedded engine) the title is the first words of the first message, set by the send. The request
+is a small one of its own, started after the reply's final event went out, and it gives way to
+any reply: a reply starting on the title model's engine in this process stops it first
+(`reply_starting`), so a follow-up never waits behind a title. Its answer, cleaned of Markdown,
+replaces the title only while nobody has renamed the conversation (a conditional UPDATE).
+Deleting the conversation stops the request in the engine, in whichever process it runs: the
+title writer listens on the conversation's generation group for the Stop that
+services.conversations.conversation_delete sends there. Every tab of the conversation is told
+the new title.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
-from conversations.engines import get_engine
+from conversations.engines import catalogue, get_engine
 from conversations.engines.base import ChatMessage, SamplingParams, StreamResult, token_count
 from conversations.engines.specs import ModelSpec
 from conversations.events import broadcast, protocol
@@ -33,6 +37,7 @@ from conversations.generation.plans import ReplyPlan
 from conversations.models import Conversation
 from conversations.services import budgets
 from conversations.services.errors import BudgetExhausted
+from conversations.services.plain import cut_at_word, plain_text
 from conversations.services.text import make_storable
 
 logger = logging.getLogger("chatsite.generation")
@@ -44,10 +49,15 @@ INSTRUCTION = (
 TITLE_TOKENS = 16
 TITLE_TIMEOUT_S = 30.0
 MAX_TITLE_CHARS = 80
+# What a model puts around a title: straight and typographic quotes, and spaces.
+QUOTES = "\"'`* \u2018\u2019\u201c\u201d\u00ab\u00bb"
 EXCERPT_CHARS = 2000  # of the question and of the reply: a title needs no more
 
 # Strong references: asyncio keeps only weak ones to tasks.
 _writing: set[asyncio.Task[Any]] = set()
+# The title requests running in this process, by their engine's key: each one's event, set to
+# make it give way.
+_asking: dict[str, set[asyncio.Event]] = {}
 
 
 def wanted(plan: ReplyPlan) -> bool:
@@ -56,6 +66,7 @@ def wanted(plan: ReplyPlan) -> bool:
     return (
         plan.title_by_model
         and settings.CHAT_AUTO_TITLES
+        and bool(settings.CHAT_TITLE_MODEL)
         and not plan.prefix
         and len(plan.history) == 1
     )
@@ -63,11 +74,34 @@ def wanted(plan: ReplyPlan) -> bool:
 
 def start(plan: ReplyPlan, *, reply: str) -> None:
     """Write the title of the first reply `reply` (planned by `plan`) in a task of its own."""
+    spawn(_write_with_title_model(plan, reply), keep=_writing, name="title")
+
+
+def reply_starting(model: ModelSpec) -> None:
+    """A reply is starting on `model`'s engine: the title requests running there stop, so that
+    it never waits behind one (the embedded engine writes one reply at a time). Their titles
+    stay the first words."""
+    for give_way in _asking.get(model.engine_key, ()):
+        give_way.set()
+
+
+async def _write_with_title_model(plan: ReplyPlan, reply: str) -> str | None:
+    model = await database_sync_to_async(title_model)()
+    if model is None:
+        return None
     question = plan.history[0].content
-    writing = write_title(
-        plan.conversation_id, plan.group, plan.model, question, reply, owner_id=plan.owner_id
+    return await write_title(
+        plan.conversation_id, plan.group, model, question, reply, owner_id=plan.owner_id
     )
-    spawn(writing, keep=_writing, name="title")
+
+
+def title_model() -> ModelSpec | None:
+    """The model CHAT_TITLE_MODEL names, enabled (declared or an admin's row); None if none."""
+    slug = settings.CHAT_TITLE_MODEL
+    model = next((m for m in catalogue.all_models() if m.slug == slug and m.enabled), None)
+    if model is None and slug:
+        logger.warning("CHAT_TITLE_MODEL=%r names no enabled model: titles are first words", slug)
+    return model
 
 
 async def write_title(
@@ -90,7 +124,7 @@ async def write_title(
         logger.warning("no title written for conversation %s: %r", conversation_id, exc)
         return None
     if text is None:
-        return None  # the conversation was deleted: its request was stopped
+        return None  # the conversation was deleted, or a reply needed the engine
     title = clean(text)
     if not title:
         return None
@@ -108,23 +142,27 @@ async def _ask(
     reply: str,
     owner_id: int,
 ) -> str | None:
-    """The model's answer; None if the conversation was deleted first (the request stopped)."""
+    """The model's answer; None if it was stopped first: the conversation was deleted, or a
+    reply started on the same engine (see reply_starting)."""
     conversation = f"User: {question[:EXCERPT_CHARS]}\n\nAssistant: {reply[:EXCERPT_CHARS]}"
     messages = [ChatMessage("system", INSTRUCTION), ChatMessage("user", conversation)]
     params = SamplingParams(max_tokens=TITLE_TOKENS, temperature=0.2)
     stream = get_engine(model).stream(messages, params, request_id=f"title-{uuid.uuid4().hex}")
-    async with _deletion(conversation_id, group) as deleted:
-        stopper = asyncio.create_task(_stop_when(deleted, stream.stop))
+    async with _deletion(conversation_id, group) as stopped:
+        giving_way = _asking.setdefault(model.engine_key, set())
+        giving_way.add(stopped)
+        stopper = asyncio.create_task(_stop_when(stopped, stream.stop))
         try:
             async with aclosing(aiter(stream)) as deltas:
                 text = "".join([delta async for delta in deltas])
         finally:
+            giving_way.discard(stopped)
             stopper.cancel()
             with suppress(asyncio.CancelledError):
                 await stopper
             if stream.result is not None:
                 await database_sync_to_async(_record)(owner_id, model.slug, stream.result)
-    return None if deleted.is_set() else text
+    return None if stopped.is_set() else text
 
 
 def _within_budget(owner_id: int) -> bool:
@@ -148,8 +186,8 @@ def _record(owner_id: int, model_slug: str, result: StreamResult) -> None:
     )
 
 
-async def _stop_when(deleted: asyncio.Event, stop: Callable[[], Awaitable[object]]) -> None:
-    await deleted.wait()
+async def _stop_when(stopped: asyncio.Event, stop: Callable[[], Awaitable[object]]) -> None:
+    await stopped.wait()
     await stop()
 
 
@@ -202,12 +240,13 @@ def _exists(conversation_id: uuid.UUID) -> bool:
 
 
 def clean(text: str) -> str:
-    """The model's answer as a title: its first line, without quotes, a "Title:" label or
-    closing punctuation, at most MAX_TITLE_CHARS, and storable (see make_storable)."""
+    """The model's answer as a title: the visible text of its first line (no Markdown), without
+    quotes, a "Title:" label or closing punctuation, at most MAX_TITLE_CHARS cut at a word, and
+    storable (see make_storable)."""
     line = next((line for line in make_storable(text).splitlines() if line.strip()), "")
-    line = re.sub(r"^\s*(title\s*:)\s*", "", line, flags=re.IGNORECASE)
-    line = " ".join(line.strip().strip("\"'`*#").split())
-    return line.rstrip(".!:;,")[:MAX_TITLE_CHARS].strip()
+    line = re.sub(r"^\s*(title\s*:)\s*", "", plain_text(line), flags=re.IGNORECASE)
+    line = line.strip(QUOTES).rstrip(".!:;,")
+    return cut_at_word(line, limit=MAX_TITLE_CHARS)
 
 
 def _save(conversation_id: uuid.UUID, title: str) -> bool:

@@ -1,5 +1,5 @@
 """Snippets: the titles and messages of a page of results, escaped, with the matches in <mark>.
-A message's snippet is cut from its plain text (plain.py: its Markdown without the syntax), at
+A message's snippet is cut from its plain text (services.plain: its Markdown without the syntax), at
 word boundaries: by ts_headline on PostgreSQL; elsewhere in Python, around the first match."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from django.db import connections
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from conversations.search.plain import plain_text
 from conversations.search.query import CONFIG, contains_terms, tsquery
+from conversations.services.plain import plain_text
 
 
 def highlight(

@@ -74,9 +74,14 @@ def conversation_take_defaults(*, conversation: Conversation) -> Conversation:
 
 
 def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
+    """Give the conversation its owner's title, which no written title replaces. Its date stays:
+    the sidebar lists by updated_at, and a new name is no new activity (an UPDATE, which unlike
+    save() leaves auto_now alone)."""
     conversation.title = title.strip()[:MAX_TITLE]
     conversation.title_is_custom = True
-    conversation.save(update_fields=["title", "title_is_custom", "updated_at"])
+    Conversation.objects.filter(pk=conversation.pk).update(
+        title=conversation.title, title_is_custom=True
+    )
     return conversation
 
 

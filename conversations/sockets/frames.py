@@ -29,7 +29,7 @@ class SendFrame:
     content: str
     idempotency_key: str = ""
     model: str = ""  # a model's slug; empty: the conversation's model
-    turn: str = "send"  # send, regenerate, edit or continue (see generation.replies.Turn)
+    turn: str = "send"  # send, regenerate, retry, edit or continue (see generation.replies.Turn)
     message_id: int | None = None  # edit: the message it is a new version of
     # Files the composer holds for a send (conversations.attachments.uploads), by id.
     attachments: tuple[uuid.UUID, ...] = ()
@@ -47,11 +47,12 @@ class SelectFrame:
     message_id: int
 
 
-# Actions that start a reply; "retry" (after a failure) is a regenerate.
+# Actions that start a reply; "retry" (after a failure) is a regenerate that takes the place of
+# the failed version.
 TURNS = {
     "send": "send",
     "regenerate": "regenerate",
-    "retry": "regenerate",
+    "retry": "retry",
     "edit": "edit",
     "continue": "continue",
 }

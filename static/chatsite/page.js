@@ -1,5 +1,6 @@
-// Every page's controls that do not need the socket: Copy buttons, local times, the theme, the
-// phone's conversations drawer, the keyboard shortcuts and their help dialog.
+// Every page's controls that do not need the socket: Copy buttons (a reply's, a code block's, a
+// new token's or share link's), local times, the theme, the phone's conversations drawer, the
+// keyboard shortcuts and their help dialog.
 // - Copy: a reply's button copies its Markdown (the escaped text in its <template>), a code
 //   block's button (added here, after the server's sanitized render) its code;
 // - shortcuts: Escape stops the reply being written (or closes what is open), "/" goes to the
@@ -56,6 +57,8 @@
   }
 
   function textToCopy(button) {
+    // A one-time secret's field (a new API token, a new share link) names its input.
+    if (button.dataset.copyFrom) return document.getElementById(button.dataset.copyFrom).value;
     if (button.dataset.copy === "code") {
       var pre = button.closest(".code-block").querySelector("pre");
       return (pre.querySelector("code") || pre).textContent;

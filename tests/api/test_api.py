@@ -285,8 +285,9 @@ def test_it_creates_a_token_shown_once_and_stored_hashed(alice: Any, history: Co
     browser = Client()
     browser.force_login(alice)
 
-    created = browser.post(reverse("api-tokens"), {"name": "backup script"})
+    created = browser.post(reverse("api-tokens"), {"name": "backup script"}, follow=True)
 
+    assert created.redirect_chain == [(reverse("api-tokens"), 302)], "POST-redirect-GET"
     assert created.status_code == 200
     assert "no-store" in created["Cache-Control"]
     key = created.context["key"]
@@ -423,6 +424,18 @@ def test_it_renames_from_the_chat_page(alice: Any, conversation: Conversation) -
     conversation.refresh_from_db()
     assert conversation.title == "Trip plans"
     assert conversation.title_is_custom
+
+
+def test_renaming_keeps_the_conversations_date(alice: Any, conversation: Conversation) -> None:
+    last_week = timezone.now() - timedelta(days=7)
+    Conversation.objects.filter(pk=conversation.pk).update(updated_at=last_week)
+    browser = Client()
+    browser.force_login(alice)
+
+    browser.post(reverse("conversation-rename", args=[conversation.pk]), {"title": "Old trip"})
+
+    conversation.refresh_from_db()
+    assert conversation.title == "Old trip" and conversation.updated_at == last_week
 
 
 def test_it_ignores_a_blank_new_title(alice: Any, conversation: Conversation) -> None:

@@ -251,7 +251,9 @@ async def test_a_token_that_records_none_leaves_nothing(
     browser = Client()
     await database_sync_to_async(browser.force_login)(alice)
     post = database_sync_to_async(browser.post)
-    created = await post(reverse("api-tokens"), {"name": "private", "recording": "none"})
+    created = await post(
+        reverse("api-tokens"), {"name": "private", "recording": "none"}, follow=True
+    )
     assert created.status_code == 200
     key = created.context["key"]
     page = (await database_sync_to_async(browser.get)(reverse("api-tokens"))).content.decode()
@@ -282,7 +284,7 @@ async def test_a_token_can_keep_its_calls_on_a_server_that_keeps_none(
     browser = Client()
     await database_sync_to_async(browser.force_login)(alice)
     created = await database_sync_to_async(browser.post)(
-        reverse("api-tokens"), {"name": "notes", "recording": "all"}
+        reverse("api-tokens"), {"name": "notes", "recording": "all"}, follow=True
     )
     keeps = server.client(created.context["key"])
     assert '<td class="token-recording">every call</td>' in created.content.decode()

@@ -156,6 +156,39 @@ async def test_retry_after_a_failure(
     assert asked(scripted_engine, retried) == [ChatMessage("user", "Hello")]
 
 
+async def test_a_failed_retry_takes_the_place_of_the_failed_version(
+    connect: Any, alice: Any, conversation: Any, scripted_engine: Any
+) -> None:
+    scripted_engine.fail_after = 2
+    socket, _, _ = await connect(alice, conversation.pk)
+    _, failed = await turn(socket, action="send", content="Hello")
+    _, failed_again = await turn(socket, action="retry")
+    _, failed_a_third_time = await turn(socket, action="retry")
+
+    assert failed_a_third_time["status"] == "error"
+    assert failed_a_third_time["version"] == [1, 1, None, None], "one version, not three"
+    replies = await database_sync_to_async(
+        lambda: list(conversation.messages.filter(role="assistant").values_list("pk", flat=True))
+    )()
+    assert replies == [failed_a_third_time["id"]]
+    assert failed["id"] != failed_again["id"] != failed_a_third_time["id"]
+    assert (await refreshed(conversation)).current_leaf_id == failed_a_third_time["id"]
+
+
+async def test_regenerate_keeps_a_failed_version(
+    connect: Any, alice: Any, conversation: Any, scripted_engine: Any
+) -> None:
+    socket, _, _ = await connect(alice, conversation.pk)
+    await turn(socket, action="send", content="Hello")
+    scripted_engine.fail_after = 2
+    _, failed = await turn(socket, action="regenerate")
+    scripted_engine.fail_after = None
+    _, retried = await turn(socket, action="retry")
+    assert retried["version"] == [2, 2, retried["version"][2], None], "the first reply is kept"
+    rows = await database_sync_to_async(lambda: conversation.messages.count())()
+    assert rows == 3 and failed["id"] != retried["id"]
+
+
 async def test_a_version_cannot_be_chosen_while_a_reply_is_written(
     connect: Any, alice: Any, conversation: Any, scripted_engine: Any, settings: Any
 ) -> None:

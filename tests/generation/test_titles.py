@@ -1,5 +1,6 @@
-"""After a conversation's first reply, its model writes the title: after the reply, never in
-its way, never over a title its owner gave, and the first words stay if it fails."""
+"""After a conversation's first reply, the title model writes the title: after the reply, never in
+its way (a reply starting on its engine stops it), never over a title its owner gave, and the
+first words stay if it fails or there is no title model."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 @pytest.fixture(autouse=True)
 def titles_on(settings: Any, scripted_engine: Any) -> Any:
     settings.CHAT_AUTO_TITLES = True
+    settings.CHAT_TITLE_MODEL = "default"  # the scripted engine's one model
     scripted_engine.tokens = 5
     return scripted_engine
 
@@ -61,6 +63,43 @@ async def test_the_model_titles_the_conversation_after_its_first_reply(
     await socket.receive_until(finished)
     assert await socket.nothing_within(0.3)
     assert len(title_requests(scripted_engine)) == 1
+
+
+async def test_a_reply_starting_on_the_engine_stops_the_title_request_first(
+    connect: Any, alice: Any, scripted_engine: Any
+) -> None:
+    conversation = await database_sync_to_async(Conversation.objects.create)(owner=alice)
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="**Plan** a weekend in `Lisbon`")
+    await socket.receive_until(finished)
+    scripted_engine.tokens = titles.TITLE_TOKENS
+    scripted_engine.delay_s = 0.2  # a title request that would hold the engine for seconds
+    while not any(r.emitted for r in title_requests(scripted_engine)):  # noqa: ASYNC110 - its progress
+        await asyncio.sleep(0.01)
+
+    scripted_engine.delay_s = 0.001
+    await socket.send(action="send", content="And in Porto?")
+    follow_up = await socket.receive_until(finished)
+
+    (title_request,) = title_requests(scripted_engine)
+    reply = scripted_engine.records[follow_up[-1]["message"]["request_id"]]
+    assert title_request.stop_requested_at is not None, "the title gave way"
+    assert title_request.stop_requested_at <= reply.requested_at, "before the reply was asked"
+    for task in list(titles._writing):
+        await task
+    assert (await title_of(conversation)).title == "Plan a weekend in Lisbon", "first words"
+
+
+async def test_without_a_title_model_the_title_is_the_first_words_without_markdown(
+    connect: Any, alice: Any, scripted_engine: Any, settings: Any
+) -> None:
+    settings.CHAT_TITLE_MODEL = ""  # the default for the embedded engine
+    conversation = await database_sync_to_async(Conversation.objects.create)(owner=alice)
+    socket, _, _ = await connect(alice, conversation.pk)
+    await socket.send(action="send", content="# Sort a list\n\nIn **Python**, [how](http://x.org)?")
+    await socket.receive_until(finished)
+    assert not titles._writing and title_requests(scripted_engine) == []
+    assert (await title_of(conversation)).title == "Sort a list In Python, how?"
 
 
 async def test_every_tab_shows_the_new_title(connect: Any, alice: Any, conversation: Any) -> None:
@@ -153,8 +192,11 @@ def _spec() -> Any:
         ('"Sockets in Python."', "Sockets in Python"),
         ("Title: Weekend in Lisbon\nMore text", "Weekend in Lisbon"),
         ("\n\n  **Binary search**  ", "Binary search"),
-        ("x" * 200, "x" * 80),
+        ("x" * 200, "x" * 79 + "…"),
         ("   ", ""),
+        ("## Sorting a `list` in [Python](https://python.org)", "Sorting a list in Python"),
+        ("> “Weekend in Lisbon”", "Weekend in Lisbon"),
+        (("word " * 30).strip(), ("word " * 16).strip() + "…"),  # 80 characters
     ],
 )
 def test_the_answer_is_cleaned_into_a_title(answer: str, title: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from conversations import search
-from conversations.search.plain import plain_text
+from conversations.services.plain import plain_text
 from tests.search.chats import chat
 
 pytestmark = pytest.mark.django_db

@@ -200,6 +200,7 @@ async def test_a_title_is_not_asked_for_past_the_budget_and_counts_within_it(
     connect: Any, alice: Any, settings: Any, scripted_engine: Any
 ) -> None:
     settings.CHAT_AUTO_TITLES = True
+    settings.CHAT_TITLE_MODEL = "default"
     make = database_sync_to_async(Conversation.objects.create)
     within, past = await make(owner=alice), await make(owner=alice)
 
