@@ -29,17 +29,17 @@
       var language = document.createElement("span");
       var code = pre.querySelector("code");
       var match = code && /(?:^|\s)language-(\S+)/.exec(code.className);
-      language.textContent = match ? match[1] : "code";
+      language.textContent = match ? match[1] : gettext("code");
       var button = document.createElement("button");
       button.type = "button";
       button.className = "copy";
       button.dataset.copy = "code";
       var label = document.createElement("span");
       label.className = "copy-label";
-      label.textContent = "Copy";
+      label.textContent = gettext("Copy");
       var hint = document.createElement("span");
       hint.className = "visually-hidden";
-      hint.textContent = " the code";
+      hint.textContent = " " + gettext("the code");
       button.append(label, hint);
       toolbar.append(language, button);
       pre.replaceWith(wrapper);
@@ -50,7 +50,7 @@
       var moment = new Date(time.getAttribute("datetime"));
       if (isNaN(moment)) return;
       time.dataset.local = "";
-      time.textContent = moment.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
+      time.textContent = moment.toLocaleString(document.documentElement.lang || [], { dateStyle: "medium", timeStyle: "short" });
       time.title = moment.toString();
     });
   }
@@ -87,17 +87,17 @@
     function show(text, copied) {
       label.textContent = text;
       if (copied) button.dataset.copied = ""; else delete button.dataset.copied;
-      if (status) status.textContent = copied ? "Copied to the clipboard." : text;
+      if (status) status.textContent = copied ? gettext("Copied to the clipboard.") : text;
       clearTimeout(button.copyTimer);
       button.copyTimer = setTimeout(function () {
-        label.textContent = "Copy";
+        label.textContent = gettext("Copy");
         delete button.dataset.copied;
         if (status) status.textContent = "";
       }, COPIED_MS);
     }
     writeClipboard(textToCopy(button)).then(
-      function () { show("Copied", true); },
-      function () { show("Copy failed", false); }
+      function () { show(gettext("Copied"), true); },
+      function () { show(gettext("Copy failed"), false); }
     ).then(function () { if (focused === button) button.focus(); });
   }
 
