@@ -67,6 +67,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A signed-in person's chosen language, over the cookie and Accept-Language.
+    "conversations.pages.languages.UserLanguageMiddleware",
     # The request being served, for the audit log's rows: who acted, from where.
     "conversations.services.audit.AuditContextMiddleware",
     # Each signed-in session's "last seen", for the account page.

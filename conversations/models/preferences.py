@@ -16,6 +16,8 @@ class UserPreferences(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preferences"
     )
     theme = models.CharField(max_length=8, choices=Theme.choices, default=Theme.SYSTEM)
+    # One of settings.LANGUAGES; empty follows the browser's Accept-Language.
+    language = models.CharField(max_length=16, choices=settings.LANGUAGES, blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

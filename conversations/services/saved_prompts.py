@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
 
 from conversations.models import SavedPrompt
 from conversations.models.prompts import VARIABLE, VARIABLE_NAME, variables_in
@@ -27,8 +28,8 @@ def prompt_create(*, owner: User, title: str, text: str, group: Group | None = N
     """A new saved prompt of `owner`'s; ValidationError (by field) when a value is refused."""
     if SavedPrompt.objects.owned_by(owner).count() >= MAX_PROMPTS_PER_USER:
         raise ValidationError(
-            f"You have {MAX_PROMPTS_PER_USER} saved prompts, the most one may keep: "
-            "delete one to save another.",
+            _("You have %(n)d saved prompts, the most one may keep: delete one to save another.")
+            % {"n": MAX_PROMPTS_PER_USER},
             code="too_many_prompts",
         )
     prompt = SavedPrompt(owner=owner)

@@ -110,6 +110,11 @@
 
   // The choice shows at once; the form's hx-post remembers it for the next pages.
   document.addEventListener("change", function (event) {
+    // A new language needs the page rendered again in it: the form posts and comes back here.
+    if (event.target.matches && event.target.matches(".language-form select")) {
+      event.target.form.requestSubmit();
+      return;
+    }
     if (event.target.matches && event.target.matches(".theme-form select")) {
       document.documentElement.dataset.theme = event.target.value;
     }
