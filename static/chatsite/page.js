@@ -50,8 +50,10 @@
       var moment = new Date(time.getAttribute("datetime"));
       if (isNaN(moment)) return;
       time.dataset.local = "";
-      time.textContent = moment.toLocaleString(document.documentElement.lang || [], { dateStyle: "medium", timeStyle: "short" });
-      time.title = moment.toString();
+      // In the page's language, as the words around it are.
+      var language = document.documentElement.lang || [];
+      time.textContent = moment.toLocaleString(language, { dateStyle: "medium", timeStyle: "short" });
+      time.title = moment.toLocaleString(language, { dateStyle: "full", timeStyle: "long" });
     });
   }
 
