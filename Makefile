@@ -12,7 +12,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/chatsite
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
 # The production server: `make serve` (manage.py serve), which refuses an insecure start.
-.PHONY: install install-dev run serve test test-services test-defaults test-vllm lint bench bench-costs bench-search bench-usage bench-attachments image-smoke
+.PHONY: install install-dev run serve test test-services test-defaults test-vllm lint bench bench-costs bench-search bench-usage bench-attachments image-smoke messages
 
 # `make run` needs the runtime packages only (prebuilt wheels: about a minute on a fresh clone);
 # tests, lint and the bench add the dev extra, which compiles llama-cpp-python (about ten minutes).
@@ -80,6 +80,15 @@ IMAGE_SMOKE_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/chatsite_image_sm
 IMAGE_SMOKE_REDIS_URL ?= redis://127.0.0.1:6379/13
 image-smoke: install
 	SMOKE_DATABASE_URL=$(IMAGE_SMOKE_DATABASE_URL) SMOKE_REDIS_URL=$(IMAGE_SMOKE_REDIS_URL) bash scripts/image_smoke.sh
+
+# The translations (locale/): `make messages` gathers the marked strings into each language's .po
+# (translate the new entries there), then compiles the .mo files, which are committed.
+MESSAGES_IGNORE := --ignore=.venv --ignore=node_modules --ignore=tests --ignore=staticfiles \
+	--ignore=bench --ignore=deploy --ignore=docs --ignore=static/django_htmx
+messages: install
+	DEBUG=1 $(PY) manage.py makemessages --locale=zh_Hans --locale=fr $(MESSAGES_IGNORE)
+	DEBUG=1 $(PY) manage.py makemessages --domain=djangojs --locale=zh_Hans --locale=fr $(MESSAGES_IGNORE)
+	DEBUG=1 $(PY) manage.py compilemessages --ignore=.venv --ignore=node_modules
 
 lint: install-dev
 	$(VENV)/bin/lint-imports

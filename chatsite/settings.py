@@ -61,12 +61,14 @@ MIDDLEWARE = [
     # Serves collectstatic's output itself, so DEBUG=0 needs no separate file server.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    # The page's language: the browser's Accept-Language (or a person's choice, in the session
-    # and a cookie), among LANGUAGES.
+    # The page's language: the language cookie (the top bar's menu sets it), else the browser's
+    # Accept-Language, among LANGUAGES.
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A signed-in person's chosen language, over the cookie and Accept-Language.
+    "conversations.pages.languages.UserLanguageMiddleware",
     # The request being served, for the audit log's rows: who acted, from where.
     "conversations.services.audit.AuditContextMiddleware",
     # Each signed-in session's "last seen", for the account page.

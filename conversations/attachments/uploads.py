@@ -19,6 +19,9 @@ from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import UploadedFile
 from django.db import models, transaction
 from django.db.models import Sum
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 
 from conversations.attachments.extraction import Unreadable, extracted_text
 from conversations.attachments.kinds import Kind, kind_of
@@ -32,7 +35,9 @@ from conversations.services.text import size_in_words
 from conversations.types import User
 
 IMAGE_TOKENS = prompt.IMAGE_TOKENS
-READ_KINDS = "PDF, DOCX, text (Markdown, CSV, JSON, code) and, for a model that reads them, images"
+READ_KINDS = _lazy(
+    "PDF, DOCX, text (Markdown, CSV, JSON, code) and, for a model that reads them, images"
+)
 
 
 class AttachmentRefused(Exception):
@@ -90,12 +95,16 @@ async def read(name: str, data: bytes, model: ModelSpec) -> tuple[Kind, str]:
     kind = await asyncio.to_thread(kind_of, data)  # a zip's directory, a text's decoding
     if kind is None:
         raise AttachmentRefused(
-            "unsupported", f"{name} is not a file chatsite reads ({READ_KINDS})."
+            "unsupported",
+            _("%(name)s is not a file chatsite reads (%(kinds)s).")
+            % {"name": name, "kinds": READ_KINDS},
         )
     if kind.is_image:
         if not model.vision:
             raise AttachmentRefused(
-                "no_vision", f"{model.name} does not read images: pick a model that does."
+                "no_vision",
+                _("%(model)s does not read images: pick a model that does.")
+                % {"model": model.name},
             )
         return kind, ""
     try:
@@ -104,7 +113,8 @@ async def read(name: str, data: bytes, model: ModelSpec) -> tuple[Kind, str]:
         raise AttachmentRefused("unreadable", f"{name}: {exc}") from None
     if not text.strip():
         raise AttachmentRefused(
-            "no_text", f"{name} holds no text to read (a scan, or an empty file?)."
+            "no_text",
+            _("%(name)s holds no text to read (a scan, or an empty file?).") % {"name": name},
         )
     return kind, text
 
@@ -146,7 +156,8 @@ def _check_size(name: str, size: int) -> None:
     if size > limit:
         raise AttachmentRefused(
             "too_large",
-            f"{name} is {size_in_words(size)}; attachments are limited to {size_in_words(limit)}.",
+            _("%(name)s is %(size)s; attachments are limited to %(limit)s.")
+            % {"name": name, "size": size_in_words(size), "limit": size_in_words(limit)},
         )
 
 
@@ -157,13 +168,28 @@ def _count(name: str, kind: Kind, text: str, reader: Reader) -> tuple[int, int]:
 
 
 def too_long(name: str, tokens: int, room: int, reader: Reader, estimated: bool) -> str:
-    about = "about " if estimated else ""
-    return (
-        f"{name} is {about}{tokens:,} tokens; {reader.model.name} reads "
-        f"{reader.engine.context_tokens:,} at most, and {max(room, 0):,} are left for a "
-        f"message once its reply ({reader.reply.max_tokens:,}) and the system prompt have "
-        "theirs. Nothing was cut: send a shorter file, or a part of it."
+    numbers = {
+        "name": name,
+        "tokens": number_format(tokens, force_grouping=True),
+        "model": reader.model.name,
+        "context": number_format(reader.engine.context_tokens, force_grouping=True),
+        "room": number_format(max(room, 0), force_grouping=True),
+        "reply": number_format(reader.reply.max_tokens, force_grouping=True),
+    }
+    text = (
+        _(
+            "%(name)s is about %(tokens)s tokens; %(model)s reads %(context)s at most, and "
+            "%(room)s are left for a message once its reply (%(reply)s) and the system prompt "
+            "have theirs. Nothing was cut: send a shorter file, or a part of it."
+        )
+        if estimated
+        else _(
+            "%(name)s is %(tokens)s tokens; %(model)s reads %(context)s at most, and %(room)s "
+            "are left for a message once its reply (%(reply)s) and the system prompt have "
+            "theirs. Nothing was cut: send a shorter file, or a part of it."
+        )
     )
+    return text % numbers
 
 
 async def _check_room_in_composer(owner: User, conversation: Conversation, size: int) -> None:
@@ -179,12 +205,15 @@ def _check_room(owner_id: int, conversation_id: uuid.UUID, size: int) -> None:
     held = waiting.aggregate(count=models.Count("pk"), size=Sum("size"))
     most = settings.CHAT_ATTACHMENTS_PER_MESSAGE
     if held["count"] >= most:
-        raise AttachmentRefused("too_many", f"A message may carry {most} attachments at most.")
+        raise AttachmentRefused(
+            "too_many", _("A message may carry %(most)d attachments at most.") % {"most": most}
+        )
     limit = settings.CHAT_ATTACHMENT_MAX_MESSAGE_BYTES
     if (held["size"] or 0) + size > limit:
         raise AttachmentRefused(
             "too_large",
-            f"One message's attachments are limited to {size_in_words(limit)} together.",
+            _("One message's attachments are limited to %(limit)s together.")
+            % {"limit": size_in_words(limit)},
         )
 
 

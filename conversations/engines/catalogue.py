@@ -8,6 +8,7 @@ import threading
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
+from django.utils.translation import gettext as _
 
 from conversations.engines import start_loading
 from conversations.engines.specs import ModelSpec, ModelUnavailable, declared_models
@@ -69,12 +70,12 @@ def model_for(user: AnyUser, slug: str = "") -> ModelSpec:
     usable = models_for(user)
     if not slug:
         if not usable:
-            raise ModelUnavailable("No model is available to you right now.")
+            raise ModelUnavailable(_("No model is available to you right now."))
         return usable[0]
     for spec in usable:
         if spec.slug == slug:
             return spec
-    raise ModelUnavailable(f"The model {slug!r} is not available to you.")
+    raise ModelUnavailable(_("The model %(slug)r is not available to you.") % {"slug": slug})
 
 
 def start_loading_at_startup() -> None:

@@ -16,6 +16,9 @@ from collections.abc import Sequence
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Sum
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 
 from conversations.engines.base import counts_exactly
 from conversations.generation.resolve import CallSettings, Resolved, resolve
@@ -29,7 +32,7 @@ class AttachmentsRefused(SendRefused):
     code = "attachments_refused"
 
 
-GONE = "An attachment of this message is no longer in the composer: attach it again."
+GONE = _lazy("An attachment of this message is no longer in the composer: attach it again.")
 
 
 def check_fit(
@@ -48,21 +51,38 @@ def check_fit(
     resolved = resolve(owner=owner, chosen=chosen, model_slug=model_slug, call=call)
     attachments = list(_waiting(conversation, ids))
     if len(attachments) != len(ids):
-        raise AttachmentsRefused(GONE)
+        raise AttachmentsRefused(str(GONE))
     engine = resolved.engine
     costs = [(attachment.name, _tokens(attachment, resolved)) for attachment in attachments]
-    costs.append(("your text", engine.count_tokens(content) if content else 0))
-    needed = sum(tokens for _, tokens in costs)
+    costs.append((_("your text"), engine.count_tokens(content) if content else 0))
+    needed = sum(tokens for _name, tokens in costs)
     room = prompt.prompt_room(engine, resolved.settings)
     if needed > room:
-        about = "" if counts_exactly(engine) else "about "
-        parts = ", ".join(f"{name} {tokens:,}" for name, tokens in costs)
-        raise AttachmentsRefused(
-            f"This message is {about}{needed:,} tokens ({parts}); {resolved.model.name} reads "
-            f"{engine.context_tokens:,} at most, and {max(room, 0):,} are left for a message "
-            f"once its reply ({resolved.settings.max_tokens:,}) and the system prompt have "
-            "theirs. Nothing was sent: take a file out, or send a shorter one."
+        parts = ", ".join(
+            f"{name} {number_format(tokens, force_grouping=True)}" for name, tokens in costs
         )
+        numbers = {
+            "needed": number_format(needed, force_grouping=True),
+            "parts": parts,
+            "model": resolved.model.name,
+            "context": number_format(engine.context_tokens, force_grouping=True),
+            "room": number_format(max(room, 0), force_grouping=True),
+            "reply": number_format(resolved.settings.max_tokens, force_grouping=True),
+        }
+        text = (
+            _(
+                "This message is %(needed)s tokens (%(parts)s); %(model)s reads %(context)s at "
+                "most, and %(room)s are left for a message once its reply (%(reply)s) and the "
+                "system prompt have theirs. Nothing was sent: take a file out, or send a shorter one."
+            )
+            if counts_exactly(engine)
+            else _(
+                "This message is about %(needed)s tokens (%(parts)s); %(model)s reads %(context)s "
+                "at most, and %(room)s are left for a message once its reply (%(reply)s) and the "
+                "system prompt have theirs. Nothing was sent: take a file out, or send a shorter one."
+            )
+        )
+        raise AttachmentsRefused(text % numbers)
 
 
 def attach(message: Message, ids: Sequence[uuid.UUID], resolved: Resolved) -> None:
@@ -70,18 +90,22 @@ def attach(message: Message, ids: Sequence[uuid.UUID], resolved: Resolved) -> No
     waiting = _waiting(message.conversation, ids)
     if not resolved.model.vision and waiting.filter(kind__startswith="image/").exists():
         raise AttachmentsRefused(
-            f"{resolved.model.name} does not read images: take them out, or pick a model that does."
+            _("%(model)s does not read images: take them out, or pick a model that does.")
+            % {"model": resolved.model.name}
         )
     size = waiting.aggregate(size=Sum("size"))["size"] or 0
     if size > settings.CHAT_ATTACHMENT_MAX_MESSAGE_BYTES:
         raise AttachmentsRefused(
-            f"This message's files are {size_in_words(size)} together; a message may carry "
-            f"{size_in_words(settings.CHAT_ATTACHMENT_MAX_MESSAGE_BYTES)}."
+            _("This message's files are %(size)s together; a message may carry %(limit)s.")
+            % {
+                "size": size_in_words(size),
+                "limit": size_in_words(settings.CHAT_ATTACHMENT_MAX_MESSAGE_BYTES),
+            }
         )
     for position, attachment_id in enumerate(ids):
         moved = waiting.filter(pk=attachment_id).update(message=message, position=position)
         if not moved:
-            raise AttachmentsRefused(GONE)
+            raise AttachmentsRefused(str(GONE))
 
 
 def carry_over(source_id: int, message: Message) -> list[Attachment]:

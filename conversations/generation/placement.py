@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from django.utils.translation import gettext as _
+
 from conversations.models import Conversation, Message
 from conversations.services import branches
 from conversations.services.errors import NothingToRedo
@@ -73,11 +75,11 @@ def place(conversation: Conversation, turn: Turn, leaf_id: int | None) -> Place:
             pk=turn.message_id or 0, conversation=conversation, role=Message.Role.USER
         ).first()
         if edited is None:
-            raise branches.NotOnThisConversation("There is no such message of yours to edit.")
+            raise branches.NotOnThisConversation(_("There is no such message of yours to edit."))
         return Place(user_parent=edited.parent_id, after=edited.parent_id)
     leaf = Message.objects.filter(pk=leaf_id).first() if leaf_id is not None else None
     if leaf is None:
-        raise NothingToRedo("There is no reply to do again yet.")
+        raise NothingToRedo(_("There is no reply to do again yet."))
     if turn.kind in ("regenerate", "retry"):
         parent = leaf.parent_id if leaf.role == Message.Role.ASSISTANT else leaf.pk
         where = Place.reply_only(parent)
@@ -87,7 +89,7 @@ def place(conversation: Conversation, turn: Turn, leaf_id: int | None) -> Place:
         return where
     if turn.kind == "continue":
         if not leaf.can_continue:
-            raise NothingToRedo("Only a reply that was cut off or stopped can be continued.")
+            raise NothingToRedo(_("Only a reply that was cut off or stopped can be continued."))
         return Place.reply_only(leaf.parent_id, prefix=leaf.content)
     raise ValueError(f"unknown turn {turn.kind!r}")
 
@@ -103,4 +105,4 @@ def _failed_reply(message: Message) -> bool:
 
 def _check_on_this_conversation(conversation: Conversation, message_id: int) -> None:
     if not Message.objects.filter(pk=message_id, conversation=conversation).exists():
-        raise branches.NotOnThisConversation("There is no such message to go on from.")
+        raise branches.NotOnThisConversation(_("There is no such message to go on from."))

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import DatabaseError, connections
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from conversations.events.payloads import MessagePayload, message_payload
 from conversations.models import Conversation, Message
@@ -24,7 +25,8 @@ from conversations.services.branches import version_of
 
 logger = logging.getLogger("chatsite.recovery")
 
-INTERRUPTED_ERROR = "The server stopped while this reply was being written."
+# Stored in English (rows.py finds the rows by it), translated where a page shows it.
+INTERRUPTED_ERROR = gettext_noop("The server stopped while this reply was being written.")
 
 
 def stale_heartbeat(now: datetime) -> Q:

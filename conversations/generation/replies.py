@@ -13,6 +13,7 @@ from typing import ParamSpec, TypeVar
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import connections
+from django.utils.translation import gettext as _
 
 from conversations.events import broadcast
 from conversations.events.protocol import Cancel, Sync
@@ -182,6 +183,6 @@ def _record_stop(conversation: Conversation, cancelled_by: str, requested_at: fl
         .first()
     )
     if active is None:
-        raise NothingToCancel("Nothing is being written right now.")
+        raise NothingToCancel(_("Nothing is being written right now."))
     rows.record_stop(active, cancelled_by, rows.unix_time(requested_at))
     return active

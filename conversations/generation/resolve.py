@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext as _
 
 from conversations.engines import catalogue, get_engine, specs
 from conversations.engines.base import Engine
@@ -71,7 +72,9 @@ def _available_model(owner: AnyUser, slug: str) -> specs.ModelSpec:
     try:
         return catalogue.model_for(owner, slug)
     except specs.ModelUnavailable as exc:
-        raise ModelUnavailable(f"{exc} Pick another model; your message was not sent.") from None
+        raise ModelUnavailable(
+            _("%(why)s Pick another model; your message was not sent.") % {"why": exc}
+        ) from None
 
 
 def _available_engine(spec: specs.ModelSpec) -> Engine:
@@ -81,5 +84,5 @@ def _available_engine(spec: specs.ModelSpec) -> Engine:
     except ImproperlyConfigured as exc:
         logger.error("the model %s is not available: %s", spec.slug, exc)
         raise EngineUnavailable(
-            "The model is not available right now. Your message was not sent; try again later."
+            _("The model is not available right now. Your message was not sent; try again later.")
         ) from None

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from conversations import engines
 from conversations.events.payloads import message_payload
@@ -186,7 +187,7 @@ def _chosen(conversation: Conversation) -> Conversation:
     chosen = Conversation.objects.select_for_update().only(*CHOSEN).filter(pk=conversation.pk)
     row = chosen.first()
     if row is None:
-        raise ConversationGone("This conversation has been deleted.")
+        raise ConversationGone(_("This conversation has been deleted."))
     return row
 
 
@@ -244,7 +245,7 @@ def _refusal(conversation: Conversation, key: str) -> SendRefused | None:
     a second reply: a double click), or a second reply being written in the conversation."""
     messages = Message.objects.filter(conversation=conversation)
     if key and messages.filter(idempotency_key=key).exists():
-        return DuplicateSend("This message was already sent.")
+        return DuplicateSend(_("This message was already sent."))
     if messages.active().exists():
         return ReplyInProgress(limits.REPLY_IN_PROGRESS)
     return None

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from conversations import engines
 from conversations.engines import get_engine
@@ -92,7 +93,9 @@ class EngineRun:
             return Ending(Status.ERROR, str(exc) or exc.__class__.__name__, detail)
         except Exception as exc:
             logger.exception("generation crashed request_id=%s", plan.request_id)
-            return Ending(Status.ERROR, "The engine failed unexpectedly.", repr(exc))
+            # Stored in English, translated where a page shows it (_message.html).
+            failed = gettext_noop("The engine failed unexpectedly.")
+            return Ending(Status.ERROR, failed, repr(exc))
         return self._ending(self.stream.result)
 
     def _ends_early(self) -> bool:

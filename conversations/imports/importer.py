@@ -22,6 +22,8 @@ from typing import IO, Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
 
 from conversations.engines import specs
 from conversations.imports import FORMATS, Format, chatsite, detect
@@ -176,8 +178,11 @@ class _Importer:
             if number > self.limits.max_conversations:
                 raise ImportRefused(
                     "too_many_conversations",
-                    f"The file holds more than {self.limits.max_conversations:,} conversations; "
-                    "split it, or import it in parts.",
+                    _(
+                        "The file holds more than %(most)s conversations; split it, or import "
+                        "it in parts."
+                    )
+                    % {"most": number_format(self.limits.max_conversations, force_grouping=True)},
                 )
             if self.client_left():
                 raise ClientLeft()
@@ -186,7 +191,7 @@ class _Importer:
             number += 1
             reader.mark(number)
         if number == 1:
-            raise ImportRefused("empty", "The file holds no conversations.")
+            raise ImportRefused("empty", _("The file holds no conversations."))
 
     def one(self, value: Any, number: int) -> None:
         fmt = self.format_of(value)
@@ -229,16 +234,22 @@ class _Importer:
             if not self.format.looks_like(value):
                 raise ImportRefused(
                     "wrong_shape",
-                    f"The file is not a {self.format.LABEL} export: its first conversation "
-                    f"does not have {self.format.LABEL}'s shape.",
+                    _(
+                        "The file is not a %(format)s export: its first conversation does not "
+                        "have %(format)s's shape."
+                    )
+                    % {"format": self.format.LABEL},
                 )
         if self.format is None:
             self.format = detect(value)
             if self.format is None:
                 raise ImportRefused(
                     "unknown_format",
-                    "The file holds JSON, but not conversations of a format chatsite imports "
-                    f"({', '.join(f.LABEL for f in FORMATS.values())}).",
+                    _(
+                        "The file holds JSON, but not conversations of a format chatsite "
+                        "imports (%(formats)s)."
+                    )
+                    % {"formats": ", ".join(f.LABEL for f in FORMATS.values())},
                 )
             self.report.format = self.format.NAME
         return self.format

@@ -7,19 +7,23 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_noop as _
 
 
 class Kind(models.TextChoices):
     """What chatsite reads: the kinds conversations.attachments.kinds tells from a file's bytes
-    (CSV, JSON, Markdown and code are text)."""
+    (CSV, JSON, Markdown and code are text).
+
+    The labels are English in the prompt the model reads, whoever sends it: only marked here
+    (gettext_noop), and translated where a page shows them ({% translate %} of the label)."""
 
     PDF = "application/pdf", "PDF"
     DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document", "DOCX"
-    TEXT = "text/plain", "text"
-    PNG = "image/png", "PNG image"
-    JPEG = "image/jpeg", "JPEG image"
-    GIF = "image/gif", "GIF image"
-    WEBP = "image/webp", "WebP image"
+    TEXT = "text/plain", _("text")
+    PNG = "image/png", _("PNG image")
+    JPEG = "image/jpeg", _("JPEG image")
+    GIF = "image/gif", _("GIF image")
+    WEBP = "image/webp", _("WebP image")
 
     @property
     def is_image(self) -> bool:

@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from conversations.models.messages import Message
 from conversations.types import AnyUser
@@ -134,7 +135,7 @@ class Conversation(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.title or "New conversation"
+        return self.title or gettext("New conversation")
 
     def get_absolute_url(self) -> str:
         return reverse("conversation-detail", kwargs={"conversation_id": self.id})

@@ -21,6 +21,8 @@ class UserPreferences(models.Model):
     # project's own model and instructions win inside it. Empty: the model's defaults.
     default_instructions = models.TextField(blank=True)
     default_model_slug = models.CharField(max_length=50, blank=True)
+    # One of settings.LANGUAGES; empty follows the browser's Accept-Language.
+    language = models.CharField(max_length=16, choices=settings.LANGUAGES, blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -2,6 +2,7 @@
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext as _
 
 
 class SignIn(models.Model):
@@ -27,9 +28,13 @@ class SignIn(models.Model):
     def device(self) -> str:
         """The browser and system a User-Agent names, in a few words."""
         agent = self.user_agent
-        browser = next((name for token, name in _BROWSERS if token in agent), "An unknown browser")
+        browser = next(
+            (name for token, name in _BROWSERS if token in agent), _("An unknown browser")
+        )
         system = next((name for token, name in _SYSTEMS if token in agent), "")
-        return f"{browser} on {system}" if system else browser
+        if not system:
+            return browser
+        return _("%(browser)s on %(system)s") % {"browser": browser, "system": system}
 
 
 # The first token found names it: Edge and Opera say Chrome too, Chrome says Safari.

@@ -2,6 +2,7 @@
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from conversations.types import AnyUser
 
@@ -25,9 +26,9 @@ class ApiToken(models.Model):
     class Recording(models.TextChoices):
         """Whether the gateway keeps this token's calls as conversations."""
 
-        DEFAULT = "default", "As the server does (CHAT_GATEWAY_RECORD)"
-        ALL = "all", "Every call"
-        NONE = "none", "No call"
+        DEFAULT = "default", _("As the server does (CHAT_GATEWAY_RECORD)")
+        ALL = "all", _("Every call")
+        NONE = "none", _("No call")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"

@@ -16,6 +16,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.http import Http404, HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.template.loader import render_to_string
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from conversations.attachments import uploads
@@ -38,7 +39,7 @@ async def attachment_upload(request: HttpRequest, conversation_id: ConversationI
     user = await _signed_in(request)
     conversation, upload, model = await sync_to_async(_read_request)(request, user, conversation_id)
     if upload is None:
-        return _refused("Choose a file to attach.", status=400)
+        return _refused(_("Choose a file to attach."), status=400)
     try:
         reader = await sync_to_async(_reader)(user, conversation, model)
         attachment = await uploads.attach(

@@ -8,6 +8,7 @@ from django.core.paginator import Page, Paginator
 from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from conversations.imports import FORMATS
@@ -135,10 +136,16 @@ def origin_note(conversation: Conversation) -> str:
     source) or a call to the OpenAI-compatible gateway (its client); "" for the others."""
     if conversation.origin == Conversation.Origin.IMPORT:
         source = FORMATS.get(conversation.origin_detail)
-        return f"Imported from {source.LABEL if source else conversation.origin_detail}"
+        return _("Imported from %(source)s") % {
+            "source": source.LABEL if source else conversation.origin_detail
+        }
     if conversation.origin == Conversation.Origin.API:
         client = conversation.origin_detail[:MAX_CLIENT_CHARS]
-        return f"Through the API ({client})" if client else "Through the API"
+        return (
+            _("Through the API (%(client)s)") % {"client": client}
+            if client
+            else _("Through the API")
+        )
     return ""
 
 
@@ -163,8 +170,8 @@ def _detail_page(
             "export_formats": [
                 ("markdown", "Markdown"),
                 ("json", "JSON"),
-                ("txt", "Text"),
-                ("zip", "Zip with files"),
+                ("txt", _("Text")),
+                ("zip", _("Zip with files")),
             ],
             # Files put in the composer and not sent yet: a reload keeps them, as it keeps a draft.
             "pending_attachments": Attachment.objects.pending().filter(

@@ -4,6 +4,7 @@ PostgreSQL cannot store, with a readable error instead of a server error."""
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from conversations.models import ApiToken
 
@@ -16,12 +17,14 @@ class TokenForm(forms.Form):
     """A new API token: its name, and whether the gateway keeps its calls."""
 
     name = forms.CharField(
-        error_messages={"required": "Give the token a name, such as the script that will use it."},
+        error_messages={
+            "required": _("Give the token a name, such as the script that will use it.")
+        },
     )
     recording = forms.ChoiceField(
         choices=ApiToken.Recording.choices,
         required=False,  # a form without the field (a script's POST): the server's default
-        error_messages={"invalid_choice": "Choose which of the token's calls are kept."},
+        error_messages={"invalid_choice": _("Choose which of the token's calls are kept.")},
     )
 
     def clean_recording(self) -> str:

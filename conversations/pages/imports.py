@@ -6,6 +6,7 @@ from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
@@ -20,14 +21,17 @@ from conversations.types import AuthenticatedHttpRequest
 
 
 class ImportForm(forms.Form):
-    file = forms.FileField(label="Export file")
+    file = forms.FileField(label=_("Export file"))
     format = forms.ChoiceField(
-        label="Format",
+        label=_("Format"),
         required=False,
-        choices=[("", "Detect from the file"), *((name, f.LABEL) for name, f in FORMATS.items())],
+        choices=[
+            ("", _("Detect from the file")),
+            *((name, f.LABEL) for name, f in FORMATS.items()),
+        ],
     )
     keep_partial = forms.BooleanField(
-        label="Keep what can be imported if some conversations cannot", required=False
+        label=_("Keep what can be imported if some conversations cannot"), required=False
     )
 
 

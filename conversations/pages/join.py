@@ -14,6 +14,7 @@ from django.contrib.auth.forms import UserCreationForm
 from django.db import IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from conversations.services import password_login
@@ -50,7 +51,7 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
         except InvitationUnusable as exc:  # taken by someone else meanwhile
             return render(request, "conversations/join.html", {"refused": str(exc)}, status=410)
         except IntegrityError:  # the username, taken meanwhile
-            form.add_error("username", "That username was just taken. Choose another.")
+            form.add_error("username", _("That username was just taken. Choose another."))
         else:
             login(request, user, backend=password_login.BACKEND)
             return redirect("conversation-list")
@@ -69,7 +70,7 @@ def signup(request: HttpRequest) -> HttpResponse:
                 username=form.cleaned_data["username"], password=form.cleaned_data["password1"]
             )
         except IntegrityError:
-            form.add_error("username", "That username was just taken. Choose another.")
+            form.add_error("username", _("That username was just taken. Choose another."))
         else:
             login(request, user, backend=password_login.BACKEND)
             return redirect("conversation-list")

@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 from django.contrib.auth.models import Group
+from django.utils.translation import gettext_lazy as _
 
 from conversations.types import User
 
@@ -14,7 +15,7 @@ class ProjectForm(forms.Form):
     """A project's name, what its new conversations start with (an empty field: the model's
     default; the bounds are the model's, checked by the service), and whom it is shared with."""
 
-    name = forms.CharField(max_length=100, error_messages={"required": "Name the project."})
+    name = forms.CharField(max_length=100, error_messages={"required": _("Name the project.")})
     model = forms.CharField(max_length=50, required=False)
     system_prompt = forms.CharField(
         required=False, strip=False, widget=forms.Textarea(attrs={"rows": 4})
@@ -24,8 +25,8 @@ class ProjectForm(forms.Form):
     shared_with = forms.ModelChoiceField(
         queryset=Group.objects.none(),
         required=False,
-        empty_label="Nobody: only you",
-        error_messages={"invalid_choice": "Share only with a group you are in."},
+        empty_label=_("Nobody: only you"),
+        error_messages={"invalid_choice": _("Share only with a group you are in.")},
     )
 
     def __init__(self, *args: Any, owner: User, **kwargs: Any) -> None:
@@ -47,9 +48,9 @@ class ProjectForm(forms.Form):
 
 class ProjectDeleteForm(forms.Form):
     conversations = forms.ChoiceField(
-        choices=[("keep", "Keep its conversations"), ("delete", "Delete its conversations")],
+        choices=[("keep", _("Keep its conversations")), ("delete", _("Delete its conversations"))],
         error_messages={
-            "required": "Say whether its conversations are kept or deleted.",
-            "invalid_choice": "Say whether its conversations are kept or deleted.",
+            "required": _("Say whether its conversations are kept or deleted."),
+            "invalid_choice": _("Say whether its conversations are kept or deleted."),
         },
     )

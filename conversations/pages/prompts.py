@@ -10,6 +10,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from conversations.models import SavedPrompt
@@ -20,17 +21,17 @@ from conversations.types import AuthenticatedHttpRequest, User
 class PromptForm(forms.Form):
     """A saved prompt as the page writes it; its bounds are the service's (saved_prompts)."""
 
-    title = forms.CharField(error_messages={"required": "Give the prompt a title."})
+    title = forms.CharField(error_messages={"required": _("Give the prompt a title.")})
     text = forms.CharField(
         strip=False,
         widget=forms.Textarea(attrs={"rows": 6}),
-        error_messages={"required": "Write the prompt's text."},
+        error_messages={"required": _("Write the prompt's text.")},
     )
     group = forms.ModelChoiceField(
         queryset=Group.objects.none(),
         required=False,
-        empty_label="Nobody: only me",
-        error_messages={"invalid_choice": "Share it with one of your own groups."},
+        empty_label=_("Nobody: only me"),
+        error_messages={"invalid_choice": _("Share it with one of your own groups.")},
     )
 
     def __init__(self, *args: object, user: User, **kwargs: object) -> None:

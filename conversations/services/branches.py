@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from conversations.events import broadcast
 from conversations.events.payloads import MessagePayload, message_payload
@@ -161,13 +162,15 @@ def branch_select(*, conversation: Conversation, message_id: int) -> None:
     with transaction.atomic():
         locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
         if Message.objects.filter(conversation=locked).active().exists():
-            raise ReplyInProgress("Wait for the reply to finish, or stop it, to switch versions.")
+            raise ReplyInProgress(
+                _("Wait for the reply to finish, or stop it, to switch versions.")
+            )
         if locked.current_leaf_id is None:
             link_as_a_line(locked.pk)  # a plain list: its messages follow each other first
         messages = list(Message.objects.filter(conversation=locked))
         chosen = next((m for m in messages if m.pk == message_id), None)
         if chosen is None:
-            raise NotOnThisConversation("That message is not part of this conversation.")
+            raise NotOnThisConversation(_("That message is not part of this conversation."))
         children: dict[int, list[Message]] = defaultdict(list)
         for message in messages:
             if message.parent_id is not None:

@@ -7,6 +7,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 
 from conversations.engines import catalogue, specs
 from conversations.events import broadcast
@@ -125,20 +126,24 @@ def checked_settings(
     if temperature is not None and not (
         math.isfinite(temperature) and 0 <= temperature <= spec.max_temperature
     ):
-        errors["temperature"] = (
-            f"{spec.name} takes a temperature from 0 to {spec.max_temperature:g}."
-        )
+        errors["temperature"] = _("%(model)s takes a temperature from 0 to %(most)s.") % {
+            "model": spec.name,
+            "most": f"{spec.max_temperature:g}",
+        }
     max_tokens = changes.get("max_tokens")
     if max_tokens is not None and not 1 <= max_tokens <= spec.max_tokens_limit:
-        errors["max_tokens"] = f"{spec.name} writes replies of 1 to {spec.max_tokens_limit} tokens."
+        errors["max_tokens"] = _("%(model)s writes replies of 1 to %(most)d tokens.") % {
+            "model": spec.name,
+            "most": spec.max_tokens_limit,
+        }
     system_prompt = changes.get("system_prompt")
     if system_prompt is not None:
         # A form's textarea sends CRLF line breaks; the API and the engines expect "\n".
         system_prompt = changes["system_prompt"] = system_prompt.replace("\r\n", "\n")
     if system_prompt is not None and len(system_prompt) > specs.MAX_SYSTEM_PROMPT_CHARS:
-        errors["system_prompt"] = (
-            f"System prompts are limited to {specs.MAX_SYSTEM_PROMPT_CHARS} characters."
-        )
+        errors["system_prompt"] = _("System prompts are limited to %(most)d characters.") % {
+            "most": specs.MAX_SYSTEM_PROMPT_CHARS
+        }
     if errors:
         raise ValidationError(errors)
     return spec

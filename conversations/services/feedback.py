@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
 
 from conversations.models import Feedback, Message
 from conversations.models.feedback import MAX_REASON
@@ -24,20 +25,23 @@ def feedback_rate(
     other than up or down, or a reason past MAX_REASON characters.
     """
     if message.role != Message.Role.ASSISTANT or message.is_active:
-        raise ValidationError({"message": "Only a reply that has finished can be rated."})
+        raise ValidationError({"message": _("Only a reply that has finished can be rated.")})
     if not rating:
         Feedback.objects.filter(message=message).delete()
         return None
     if rating not in Feedback.Rating.values:
-        raise ValidationError({"rating": "Rate a reply up or down."})
+        raise ValidationError({"rating": _("Rate a reply up or down.")})
     reason = reason.strip()
     if len(reason) > MAX_REASON:
         raise ValidationError(
-            {"reason": f"Keep the reason to {MAX_REASON} characters (it has {len(reason)})."}
+            {
+                "reason": _("Keep the reason to %(most)d characters (it has %(n)d).")
+                % {"most": MAX_REASON, "n": len(reason)}
+            }
         )
     # One row a reply (a unique key): a second tab's rating at the same moment updates the
     # row the first one made rather than adding one.
-    feedback, _ = Feedback.objects.update_or_create(
+    feedback, _created = Feedback.objects.update_or_create(
         message=message,
         defaults={
             "owner": user,

@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from conversations.models import Invitation
 from conversations.services import audit
@@ -88,8 +89,8 @@ def sign_up(*, username: str, password: str) -> User:
 
 def _check(invitation: Invitation | None) -> None:
     if invitation is None:
-        raise InvitationUnusable("This invitation link is not valid. Ask for a new one.")
+        raise InvitationUnusable(_("This invitation link is not valid. Ask for a new one."))
     if invitation.used_at is not None:
-        raise InvitationUnusable("This invitation was used already. Sign in instead.")
+        raise InvitationUnusable(_("This invitation was used already. Sign in instead."))
     if invitation.expires_at <= timezone.now():
-        raise InvitationUnusable("This invitation has expired. Ask for a new one.")
+        raise InvitationUnusable(_("This invitation has expired. Ask for a new one."))

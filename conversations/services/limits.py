@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db.models import Count, Q
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
+from django.utils.translation import ngettext
 
 from conversations.models import Conversation, Message
 from conversations.services import ratelimits
@@ -26,7 +29,9 @@ from conversations.types import User
 SEND = "send"
 NEW_CONVERSATION = "new-conversation"
 
-REPLY_IN_PROGRESS = "A reply is still being written. Wait for it or press Stop, then send again."
+REPLY_IN_PROGRESS = _lazy(
+    "A reply is still being written. Wait for it or press Stop, then send again."
+)
 
 
 @dataclass(frozen=True)
@@ -77,22 +82,27 @@ def check_send_allowed(user: User, counts: SendCounts) -> None:
     processes are checked and counted one after another.
     """
     if counts.repeated:
-        raise DuplicateSend("This message was already sent.")
+        raise DuplicateSend(_("This message was already sent."))
     limit = settings.CHAT_MAX_ACTIVE_PER_USER
     if counts.active >= limit:
         raise TooManyActive(
-            f"You already have {limit} replies being written. Wait for one to finish or stop it."
+            ngettext(
+                "You already have %(limit)d reply being written. Wait for it to finish or stop it.",
+                "You already have %(limit)d replies being written. Wait for one to finish or stop it.",
+                limit,
+            )
+            % {"limit": limit}
         )
     per_minute = settings.CHAT_SENDS_PER_MINUTE
     used = ratelimits.usage(SEND, user.pk)
     if used.count >= per_minute:
         raise RateLimited(
-            f"You can send {per_minute} messages a minute. "
-            f"Try again in {used.retry_after} seconds.",
+            _("You can send %(n)d messages a minute. Try again in %(seconds)d seconds.")
+            % {"n": per_minute, "seconds": used.retry_after},
             retry_after=used.retry_after,
         )
     if counts.here:
-        raise ReplyInProgress(REPLY_IN_PROGRESS)
+        raise ReplyInProgress(str(REPLY_IN_PROGRESS))
 
 
 def send_accepted(user: User) -> None:
@@ -132,8 +142,8 @@ def _count_create(user: User) -> ratelimits.Usage:
         # Given back too: refusals left in the count would refuse creates a refund made room for.
         ratelimits.refund(NEW_CONVERSATION, user.pk, counted=used)
         raise TooManyConversations(
-            f"You can start {per_minute} conversations a minute. "
-            f"Try again in {used.retry_after} seconds.",
+            _("You can start %(n)d conversations a minute. Try again in %(seconds)d seconds.")
+            % {"n": per_minute, "seconds": used.retry_after},
             retry_after=used.retry_after,
         )
     return used

@@ -8,6 +8,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 
 from conversations.models import Conversation, Project
 from conversations.services.conversations import (
@@ -30,14 +31,14 @@ def project_or_404(*, user: AnyUser, project_id: int, writable: bool = True) -> 
 def _clean_name(name: str) -> str:
     name = " ".join(name.split())[:MAX_NAME]
     if not name:
-        raise ValidationError({"name": "Name the project."})
+        raise ValidationError({"name": _("Name the project.")})
     return name
 
 
 def _check_group(owner: User, group: Group | None) -> None:
     # Sharing with a group one is not in would hand one's conversations to strangers.
     if group is not None and not owner.groups.filter(pk=group.pk).exists():
-        raise ValidationError({"shared_with": "Share only with a group you are in."})
+        raise ValidationError({"shared_with": _("Share only with a group you are in.")})
 
 
 def project_create(
@@ -117,7 +118,7 @@ def project_unused_conversation(*, project: Project) -> Conversation | None:
 def conversation_move(*, conversation: Conversation, project: Project | None) -> None:
     """Put the conversation in `project` (one of its owner's), or out of any with None."""
     if project is not None and project.owner_id != conversation.owner_id:
-        raise ValidationError({"project": "Move it only into a project of yours."})
+        raise ValidationError({"project": _("Move it only into a project of yours.")})
     Conversation.objects.filter(pk=conversation.pk).update(project=project)
     conversation.project = project
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
 
 from conversations.models import SavedPrompt
 from conversations.models.prompts import VARIABLE, VARIABLE_NAME, variables_in
@@ -27,8 +28,8 @@ def prompt_create(*, owner: User, title: str, text: str, group: Group | None = N
     """A new saved prompt of `owner`'s; ValidationError (by field) when a value is refused."""
     if SavedPrompt.objects.owned_by(owner).count() >= MAX_PROMPTS_PER_USER:
         raise ValidationError(
-            f"You have {MAX_PROMPTS_PER_USER} saved prompts, the most one may keep: "
-            "delete one to save another.",
+            _("You have %(n)d saved prompts, the most one may keep: delete one to save another.")
+            % {"n": MAX_PROMPTS_PER_USER},
             code="too_many_prompts",
         )
     prompt = SavedPrompt(owner=owner)
@@ -54,16 +55,17 @@ def _apply(prompt: SavedPrompt, *, title: str, text: str, group: Group | None) -
     errors: dict[str, list[str]] = {}
     title = title.strip()
     if not title:
-        errors["title"] = ["Give the prompt a title."]
+        errors["title"] = [_("Give the prompt a title.")]
     elif len(title) > MAX_TITLE:
         errors["title"] = [
-            f"A title has at most {MAX_TITLE} characters; this one has {len(title)}."
+            _("A title has at most %(most)d characters; this one has %(n)d.")
+            % {"most": MAX_TITLE, "n": len(title)}
         ]
     text_errors = text_problems(text)
     if text_errors:
         errors["text"] = text_errors
     if group is not None and not prompt.owner.groups.filter(pk=group.pk).exists():
-        errors["group"] = ["Share it with one of your own groups."]
+        errors["group"] = [_("Share it with one of your own groups.")]
     if errors:
         raise ValidationError(errors)
     prompt.title, prompt.text, prompt.group = title, text, group
@@ -72,9 +74,9 @@ def _apply(prompt: SavedPrompt, *, title: str, text: str, group: Group | None) -
 def text_problems(text: str) -> list[str]:
     """What is wrong with a prompt's text, in words for its author; empty when it may be saved."""
     if not text.strip():
-        return ["Write the prompt's text."]
+        return [_("Write the prompt's text.")]
     if "\x00" in text:
-        return ["The text holds a NUL character, which cannot be stored."]
+        return [_("The text holds a NUL character, which cannot be stored.")]
     limit = settings.CHAT_MAX_PROMPT_CHARS
     if len(text) > limit:
         return [f"A prompt has at most {limit} characters, as a message; this one has {len(text)}."]

@@ -24,6 +24,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import ngettext
 
 from conversations.models import Conversation, Message, ShareLink, ShareSnapshot
 from conversations.services import audit, branches
@@ -79,8 +80,12 @@ def check_share_allowed(user: User) -> None:
     limit = settings.CHAT_SHARES_PER_USER
     if ShareLink.objects.active().filter(created_by=user).count() >= limit:
         raise TooManyShares(
-            f"You have {limit} live share link{'s' if limit != 1 else ''}, the most allowed. "
-            "Revoke one to make another."
+            ngettext(
+                "You have %(limit)d live share link, the most allowed. Revoke it to make another.",
+                "You have %(limit)d live share links, the most allowed. Revoke one to make another.",
+                limit,
+            )
+            % {"limit": limit}
         )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 
 from channels.db import database_sync_to_async
 from django.db import DatabaseError
+from django.utils.translation import gettext_lazy as _
 
 from conversations.generation import replies
 from conversations.models import Conversation
@@ -24,7 +25,7 @@ from conversations.sockets.tabs import TabState
 
 logger = logging.getLogger("chatsite.socket")
 
-UNAVAILABLE = "The server could not save that just now. Please try again."
+UNAVAILABLE = _("The server could not save that just now. Please try again.")
 
 
 class Commands:
@@ -81,7 +82,7 @@ class Commands:
             await self._send_error(exc.code, str(exc))
         except DatabaseError:
             logger.exception("database error handling a frame")
-            await self._send_error("unavailable", UNAVAILABLE)
+            await self._send_error("unavailable", str(UNAVAILABLE))
 
     async def _cancel(self) -> None:
         stop = None

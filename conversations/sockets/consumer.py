@@ -19,12 +19,15 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.utils import translation
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
 
 from conversations.events import protocol
 from conversations.generation import temporary
 from conversations.models import Conversation
 from conversations.ops import metrics
-from conversations.services import sessions
+from conversations.services import languages, sessions
 from conversations.services.conversations import conversation_model
 from conversations.signals import user_group
 from conversations.sockets import slots
@@ -47,9 +50,9 @@ CLOSE_POLICY_VIOLATION = 4008
 CLOSE_SESSION_ENDED = 4401
 CLOSE_TOO_MANY_SOCKETS = 4429
 
-TOO_MANY_SOCKETS = "Too many open tabs or connections. Close some, then reload this page."
-SLOW_DOWN = "Too many frames on this connection. Slow down."
-MODEL_LOST = "You no longer have access to this conversation's model. Reload to choose another."
+TOO_MANY_SOCKETS = _("Too many open tabs or connections. Close some, then reload this page.")
+SLOW_DOWN = _("Too many frames on this connection. Slow down.")
+MODEL_LOST = _("You no longer have access to this conversation's model. Reload to choose another.")
 
 
 # Over 150 lines: Channels looks up a handler per group event on the consumer itself, and the
@@ -114,8 +117,14 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         await self.stream.joined()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        # Everything this socket says (errors, the rendered messages) in the page's language; the
+        # language is a context variable, so the database threads and tasks it starts inherit it.
+        language = languages.socket_language(
+            cookies=scope.get("cookies", {}), headers=scope.get("headers", [])
+        )
         try:
-            await super().__call__(scope, receive, send)
+            with translation.override(language):
+                await super().__call__(scope, receive, send)
         finally:
             # Channels calls disconnect() only for a close it reads: a handler that raised (a
             # frame the server refused to send) or a task cancelled (the server gave up waiting
@@ -230,7 +239,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
 
     async def chat_deleted(self, message: dict[str, Any]) -> None:
         """The conversation was deleted (in another tab or through the API): say so, and close."""
-        await self._send_error("conversation_deleted", "This conversation was deleted.")
+        await self._send_error("conversation_deleted", _("This conversation was deleted."))
         await self._close_for_good(CLOSE_NOT_FOUND)
 
     async def _close_for_good(self, code: int) -> None:
@@ -246,8 +255,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
                 return
             await self.send(text_data=frame)
 
-    async def _send_error(self, code: str, message: str) -> None:
-        await self._send(self.renderer.error(code, message))
+    async def _send_error(self, code: str, message: str | Promise) -> None:
+        # str() here, in the socket's language: the texts above are lazy.
+        await self._send(self.renderer.error(code, str(message)))
 
 
 class NotFoundConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped

@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+from django.utils.translation import gettext_lazy as _
+
 Frame = str | bytes
 
-BUSY = "Still working on your earlier messages. Try again in a moment."
+BUSY = _("Still working on your earlier messages. Try again in a moment.")
 
 
 class FrameQueue:

@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from conversations.services.text import storable
 
@@ -142,7 +143,10 @@ def _attachments(data: dict[str, object]) -> tuple[uuid.UUID, ...]:
     values = value if isinstance(value, list) else [value]
     most = settings.CHAT_ATTACHMENTS_PER_MESSAGE
     if len(values) > most:
-        raise FrameError("too_many_attachments", f"A message may carry {most} attachments at most.")
+        raise FrameError(
+            "too_many_attachments",
+            _("A message may carry %(most)d attachments at most.") % {"most": most},
+        )
     try:
         ids = tuple(uuid.UUID(item) for item in values if isinstance(item, str))
     except ValueError:
@@ -157,13 +161,16 @@ def _content(data: dict[str, object], *, optional: bool = False) -> str:
     if not isinstance(content, str):
         raise FrameError("bad_content", "The content must be text.")
     if not storable(content):
-        raise FrameError("bad_content", "The content contains characters that cannot be saved.")
+        raise FrameError("bad_content", _("The content contains characters that cannot be saved."))
     content = content.strip()
     if not content and not optional:
-        raise FrameError("empty", "Write a message before sending.")
+        raise FrameError("empty", _("Write a message before sending."))
     max_chars = settings.CHAT_MAX_PROMPT_CHARS
     if len(content) > max_chars:
-        raise FrameError("too_long", f"Messages are limited to {max_chars} characters.")
+        raise FrameError(
+            "too_long",
+            _("Messages are limited to %(max)d characters.") % {"max": max_chars},
+        )
     return content
 
 

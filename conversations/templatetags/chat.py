@@ -4,6 +4,7 @@ from django import template
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
 
 from conversations.pages.markdown import render_markdown, streaming_parts
 
@@ -30,13 +31,13 @@ def date_group(moment: datetime) -> str:
 def date_group_on(day: date, *, today: date) -> str:
     """The heading for a conversation last active on `day`, seen on `today`."""
     if day >= today:
-        return "Today"
+        return _("Today")
     if day == today - timedelta(days=1):
-        return "Yesterday"
+        return _("Yesterday")
     if day > today - timedelta(days=7):
-        return "Previous 7 days"
+        return _("Previous 7 days")
     if day > today - timedelta(days=30):
-        return "Previous 30 days"
+        return _("Previous 30 days")
     # Older history by month this year, then by year: an imported year of chats is not one heap.
     if day.year == today.year:
         return date_format(day, "F")

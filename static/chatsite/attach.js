@@ -14,7 +14,8 @@
     var notice = document.getElementById("composer-limit");
     if (!button || !input || !list) return;
     var maxBytes = Number(button.dataset.maxBytes) || 0;
-    var format = new Intl.NumberFormat();
+    // The page's language, not the browser's: the numbers read like the words around them.
+    var format = new Intl.NumberFormat(document.documentElement.lang || undefined);
 
     function say(text) {
       if (!notice) return;
@@ -29,12 +30,12 @@
     function upload(file) {
       var chip = document.createElement("li");
       chip.className = "attachment-chip uploading";
-      chip.textContent = file.name + " · reading…";
+      chip.textContent = interpolate(gettext("%s · reading…"), [file.name]);
       list.appendChild(chip);
       if (maxBytes && file.size > maxBytes) {
         chip.remove();
-        say(file.name + " is " + format.format(file.size) + " bytes; attachments are limited to " +
-          format.format(maxBytes) + " bytes.");
+        say(interpolate(gettext("%(name)s is %(size)s bytes; attachments are limited to %(limit)s bytes."),
+          { name: file.name, size: format.format(file.size), limit: format.format(maxBytes) }, true));
         return;
       }
       var body = new FormData();
@@ -48,14 +49,14 @@
       }).then(function (response) {
         return response.text().then(function (text) {
           // 201 is a chip; a redirect is the login page (the session ended): not a chip.
-          if (response.redirected) throw new Error("You were signed out. Sign in again to attach files.");
-          if (response.status !== 201) throw new Error(text || "The file could not be attached.");
+          if (response.redirected) throw new Error(gettext("You were signed out. Sign in again to attach files."));
+          if (response.status !== 201) throw new Error(text || gettext("The file could not be attached."));
           chip.outerHTML = text;
           say("");
         });
       }).catch(function (error) {
         chip.remove();
-        say("Not attached: " + error.message.trim());
+        say(interpolate(gettext("Not attached: %s"), [error.message.trim()]));
       }).finally(update);
     }
 
@@ -99,7 +100,7 @@
       }).then(function (response) {
         // 404: already sent or taken out elsewhere; either way it is not in this composer.
         if (!response.redirected && (response.status === 204 || response.status === 404)) chip.remove();
-        else say("The file could not be taken out. Reload the page and try again.");
+        else say(gettext("The file could not be taken out. Reload the page and try again."));
         update();
         textarea.focus();
       });
@@ -109,7 +110,7 @@
     form.addEventListener("htmx:wsConfigSend", function (event) {
       if (!list.querySelector(".attachment-chip.uploading")) return;
       event.preventDefault();
-      say("Wait until the files are read, then send.");
+      say(gettext("Wait until the files are read, then send."));
     });
     // Sent: the message on the page lists the file, and the composer lets go of its chip.
     var chat = form.closest("section.chat");

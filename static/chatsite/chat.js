@@ -151,14 +151,15 @@
     var max = Number(textarea.dataset.maxChars) || 0;
     var count = document.getElementById("composer-count");
     var refusal = document.getElementById("composer-limit");
-    var format = new Intl.NumberFormat();
+    var format = new Intl.NumberFormat(document.documentElement.lang || undefined);
     function length() { return Array.from(textarea.value.trim()).length; }
     function update() {
       var n = length();
       var over = max > 0 && n > max;
       if (count) {
         count.hidden = !(max > 0 && n > max * 0.8);
-        count.textContent = format.format(n) + " / " + format.format(max) + " characters";
+        count.textContent = interpolate(ngettext("%(n)s / %(max)s character", "%(n)s / %(max)s characters", max),
+          { n: format.format(n), max: format.format(max) }, true);
         count.classList.toggle("over", over);
       }
       textarea.setAttribute("aria-invalid", over ? "true" : "false");
@@ -168,9 +169,10 @@
       var n = length();
       if (!(max > 0 && n > max)) return false;
       if (refusal) {
-        refusal.textContent = "Not sent: this message has " + format.format(n) +
-          " characters, over the limit of " + format.format(max) + ". Shorten it by " +
-          format.format(n - max) + " characters; your text is kept.";
+        refusal.textContent = interpolate(ngettext(
+          "Not sent: this message has %(n)s characters, over the limit of %(max)s. Shorten it by %(over)s character; your text is kept.",
+          "Not sent: this message has %(n)s characters, over the limit of %(max)s. Shorten it by %(over)s characters; your text is kept.",
+          n - max), { n: format.format(n), max: format.format(max), over: format.format(n - max) }, true);
         refusal.hidden = false;
       }
       update();
@@ -240,20 +242,20 @@
       } else if (waiting) {
         show("closed", gettext("Disconnected, and your message was not sent. Reload the page and send it again."));
       } else if (code === 4403) {
-        show("closed", "This conversation is no longer available to you.");
+        show("closed", gettext("This conversation is no longer available to you."));
       } else if (code === 4404) {
-        show("closed", "This conversation was deleted.");
+        show("closed", gettext("This conversation was deleted."));
         chat.querySelectorAll(".badge.streaming, .badge.waiting").forEach(function (badge) {
           badge.remove();
         });
       } else if (code === 4401) {
-        show("closed", "You were signed out. Sign in again to continue.");
+        show("closed", gettext("You were signed out. Sign in again to continue."));
       } else if (code === 4008) {
-        show("closed", "Too many messages at once. Reload the page to continue.");
+        show("closed", gettext("Too many messages at once. Reload the page to continue."));
       } else if (code === 4429) {
-        show("closed", "Too many open tabs. Close some, then reload this page.");
+        show("closed", gettext("Too many open tabs. Close some, then reload this page."));
       } else {
-        show("closed", "Disconnected. Reload the page to continue.");
+        show("closed", gettext("Disconnected. Reload the page to continue."));
       }
     });
   }
@@ -325,7 +327,7 @@
       var badge = message.querySelector(".badge.waiting");
       if (badge) {
         badge.className = "badge streaming";
-        badge.textContent = "writing…";
+        badge.textContent = gettext("writing…");
       }
     });
   }

@@ -20,7 +20,7 @@
       var url = button.dataset.url;
       try {
         while (url) {
-          status.textContent = "Downloading… " + parts.length + " page" + (parts.length === 1 ? "" : "s");
+          status.textContent = interpolate(ngettext("Downloading… %s page", "Downloading… %s pages", parts.length), [parts.length]);
           var response = await fetch(url, { credentials: "same-origin" });
           if (!response.ok) throw new Error("HTTP " + response.status);
           parts.push(await response.blob());
@@ -34,9 +34,9 @@
         link.click();
         link.remove();
         setTimeout(function () { URL.revokeObjectURL(link.href); }, 10000);
-        status.textContent = "Downloaded.";
+        status.textContent = gettext("Downloaded.");
       } catch (error) {
-        status.textContent = "The download failed (" + error.message + "). Try again.";
+        status.textContent = interpolate(gettext("The download failed (%s). Try again."), [error.message]);
       } finally {
         button.disabled = false;
       }

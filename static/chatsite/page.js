@@ -30,17 +30,17 @@
       var language = document.createElement("span");
       var code = pre.querySelector("code");
       var match = code && /(?:^|\s)language-(\S+)/.exec(code.className);
-      language.textContent = match ? match[1] : "code";
+      language.textContent = match ? match[1] : gettext("code");
       var button = document.createElement("button");
       button.type = "button";
       button.className = "copy";
       button.dataset.copy = "code";
       var label = document.createElement("span");
       label.className = "copy-label";
-      label.textContent = "Copy";
+      label.textContent = gettext("Copy");
       var hint = document.createElement("span");
       hint.className = "visually-hidden";
-      hint.textContent = " the code";
+      hint.textContent = " " + gettext("the code");
       button.append(label, hint);
       toolbar.append(language, button);
       pre.replaceWith(wrapper);
@@ -51,8 +51,10 @@
       var moment = new Date(time.getAttribute("datetime"));
       if (isNaN(moment)) return;
       time.dataset.local = "";
-      time.textContent = moment.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
-      time.title = moment.toString();
+      // In the page's language, as the words around it are.
+      var language = document.documentElement.lang || [];
+      time.textContent = moment.toLocaleString(language, { dateStyle: "medium", timeStyle: "short" });
+      time.title = moment.toLocaleString(language, { dateStyle: "full", timeStyle: "long" });
     });
   }
 
@@ -90,17 +92,17 @@
     function show(text, copied) {
       label.textContent = text;
       if (copied) button.dataset.copied = ""; else delete button.dataset.copied;
-      if (status) status.textContent = copied ? "Copied to the clipboard." : text;
+      if (status) status.textContent = copied ? gettext("Copied to the clipboard.") : text;
       clearTimeout(button.copyTimer);
       button.copyTimer = setTimeout(function () {
-        label.textContent = "Copy";
+        label.textContent = gettext("Copy");
         delete button.dataset.copied;
         if (status) status.textContent = "";
       }, COPIED_MS);
     }
     writeClipboard(textToCopy(button)).then(
-      function () { show("Copied", true); },
-      function () { show("Copy failed", false); }
+      function () { show(gettext("Copied"), true); },
+      function () { show(gettext("Copy failed"), false); }
     ).then(function () { if (focused === button) button.focus(); });
   }
 
@@ -113,6 +115,11 @@
 
   // The choice shows at once; the form's hx-post remembers it for the next pages.
   document.addEventListener("change", function (event) {
+    // A new language needs the page rendered again in it: the form posts and comes back here.
+    if (event.target.matches && event.target.matches(".language-form select")) {
+      event.target.form.requestSubmit();
+      return;
+    }
     if (event.target.matches && event.target.matches(".theme-form select")) {
       document.documentElement.dataset.theme = event.target.value;
     }

@@ -85,7 +85,7 @@
       preview.className = "prompt-option-text";
       var text = prompt.text.replace(/\s+/g, " ").trim();
       preview.textContent = (text.length > PREVIEW_CHARS ? text.slice(0, PREVIEW_CHARS) + "…" : text) +
-        (prompt.shared_by ? " · from " + prompt.shared_by : "");
+        (prompt.shared_by ? " · " + interpolate(gettext("from %s"), [prompt.shared_by]) : "");
       item.append(title, preview);
       return item;
     }
@@ -98,14 +98,16 @@
       });
       if (!shown.length) {
         close();
-        say(prompts.length ? "No saved prompt matches." : "No saved prompts yet.");
+        say(prompts.length ? gettext("No saved prompt matches.") : gettext("No saved prompts yet."));
         return;
       }
       menu.replaceChildren.apply(menu, shown.map(option));
       menu.hidden = false;
       setActive(0);
-      say(shown.length + (shown.length === 1 ? " saved prompt" : " saved prompts") +
-        ": arrow keys to choose, Enter to use, Escape to close.");
+      say(interpolate(ngettext(
+        "%s saved prompt: arrow keys to choose, Enter to use, Escape to close.",
+        "%s saved prompts: arrow keys to choose, Enter to use, Escape to close.",
+        shown.length), [shown.length]));
     }
 
     function insert(text) {

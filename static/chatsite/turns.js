@@ -33,7 +33,7 @@
     form.className = "edit-message";
     var label = document.createElement("label");
     label.className = "visually-hidden";
-    label.textContent = "Edit your message";
+    label.textContent = gettext("Edit your message");
     var box = document.createElement("textarea");
     box.value = body ? body.textContent : "";
     box.rows = Math.min(12, Math.max(2, box.value.split("\n").length));
@@ -41,10 +41,10 @@
     var save = document.createElement("button");
     save.type = "submit";
     save.className = "primary";
-    save.textContent = "Save and send";
+    save.textContent = gettext("Save and send");
     var cancel = document.createElement("button");
     cancel.type = "button";
-    cancel.textContent = "Cancel";
+    cancel.textContent = gettext("Cancel");
     form.append(label, save, cancel);
     if (body) body.hidden = true;
     article.insertBefore(form, article.querySelector(".message-meta"));

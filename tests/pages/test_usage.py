@@ -15,7 +15,7 @@ from django.contrib.auth.models import Group, Permission
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models import F
-from django.utils import timezone
+from django.utils import formats, timezone
 
 from conversations.models import ChatModel, Conversation, FirstTokenTimes, Message, TokenUsage
 from conversations.services import budgets
@@ -128,7 +128,10 @@ def test_the_page_shows_the_tables_and_a_bar_a_day(
     client.force_login(reviewer)
     page = client.get("/usage/").content.decode()  # the last 30 days
     assert page.count("<rect ") == 30
-    assert f"{timezone.localdate():%Y-%m-%d}: {1200 + 600 + 330 + 12 + 4400} tokens" in page
+    # The day and the count as the page's language writes them (English here: "Dec. 3, 2026: 6,542").
+    day = formats.date_format(timezone.localdate(), "DATE_FORMAT")
+    tokens = formats.number_format(1200 + 600 + 330 + 12 + 4400, force_grouping=True)
+    assert f"{day}: {tokens} tokens" in page
     assert '<th scope="row">research</th>' in page
     assert "Download CSV" in page
 

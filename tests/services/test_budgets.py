@@ -230,7 +230,8 @@ def test_the_account_page_shows_what_was_used_of_the_budget(
     )
     client.force_login(alice)
     page = client.get("/account/").content.decode()
+    # Grouped as the page's language writes numbers (English here).
     today = page[page.index(">Today<") : page.index(">This month<")]
-    assert "<td>1234</td>" in today and "<td>5000</td>" in today
+    assert "<td>1,234</td>" in today and "<td>5,000</td>" in today
     month = page[page.index(">This month<") : page.index("</table>", page.index(">This month<"))]
-    assert "<td>1234</td>" in month and "no limit" in month
+    assert "<td>1,234</td>" in month and "no limit" in month
