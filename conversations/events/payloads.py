@@ -33,6 +33,7 @@ class MessagePayload(TypedDict):
     parent: int | None
     role: str
     content: str
+    reasoning: str  # an imported reply's reasoning, shown collapsed above it; never sent to a model
     status: str
     engine: str
     model: str
@@ -94,6 +95,7 @@ def message_payload(message: Message) -> MessagePayload:
         parent=message.parent_id,
         role=message.role,
         content=message.content,
+        reasoning=message.reasoning,
         status=message.status,
         engine=message.engine,
         model=message.model,
