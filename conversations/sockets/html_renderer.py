@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString
 from conversations.events.payloads import MessagePayload
 from conversations.events.protocol import Started
 from conversations.models import Attachment, Conversation, Feedback, Message
-from conversations.pages.markdown import closed_length
+from conversations.pages.markdown import MAX_RENDERED_WRITING_CHARS, closed_length, render_writing
 from conversations.services.branches import Version
 from conversations.sockets.pieces import delta_chars, fits, longest_head, pieces
 from conversations.sockets.renderers import Frames
@@ -27,8 +27,9 @@ BRANCH_MARKUP_BYTES = 256
 
 class HtmlRenderer:
     """A tab's fragments. A reply being written shows its whole blocks rendered and the block
-    being written as text (pages.markdown.streaming_parts): most deltas append to that text, and one
-    that completes a block re-renders the body, so the tab keeps each reply's text so far."""
+    being written rendered as it will be once whole (pages.markdown.streaming_parts): most deltas
+    re-render that one block, one that completes a block re-renders the body, so the tab keeps
+    each reply's text so far. A block too long to render for every frame is text, appended to."""
 
     def __init__(self, conversation_id: uuid.UUID, frame_bytes: int) -> None:
         self.conversation_id = conversation_id
@@ -89,6 +90,15 @@ class HtmlRenderer:
     def delta(self, message_id: int, offset: int, text: str) -> Frames:
         reply = self._replies.setdefault(message_id, _Writing(""))
         if reply.add(offset, text):
+            return self.snapshot(message_id, reply.text)
+        block = reply.text[reply.closed :]
+        writing = render_writing(block)
+        if isinstance(writing, SafeString):
+            frame = _rendered_writing(message_id, writing)
+            if fits(frame, self.frame_bytes):
+                return [frame]
+        elif len(block) - len(text) <= MAX_RENDERED_WRITING_CHARS:
+            # The block just grew too long to render: it is text from now on, text it is given.
             return self.snapshot(message_id, reply.text)
         return [
             _rendered_delta(message_id, piece)
@@ -165,6 +175,14 @@ class _Writing:
         closed = closed_length(self.text)
         completed, self.closed = closed != self.closed, closed
         return completed
+
+
+@functools.lru_cache(maxsize=512)
+def _rendered_writing(message_id: int, writing: SafeString) -> str:
+    """The block being written, rendered once for every tab of the process (as _rendered_delta)."""
+    return render_to_string(
+        "conversations/events/writing.html", {"message_id": message_id, "writing": writing}
+    )
 
 
 @functools.lru_cache(maxsize=512)
