@@ -2,6 +2,7 @@
 // phone's conversations drawer, the keyboard shortcuts and their help dialog.
 // - Copy: a reply's button copies its Markdown (the escaped text in its <template>), a code
 //   block's button (added here, after the server's sanitized render) its code;
+// - a code block, table or formula too wide for the reply is a tab stop, so keys scroll it;
 // - shortcuts: Escape stops the reply being written (or closes what is open), "/" goes to the
 //   message box, Alt+Shift+N starts a conversation, Alt+Shift+K goes to the list, "?" shows them.
 (function () {
@@ -45,6 +46,7 @@
       pre.replaceWith(wrapper);
       wrapper.append(toolbar, pre);
     });
+    root.querySelectorAll(SCROLLABLE).forEach(keyboardScrollable);
     // Times are rendered in the server's zone; the reader's own is friendlier.
     root.querySelectorAll("time[datetime]:not([data-local])").forEach(function (time) {
       var moment = new Date(time.getAttribute("datetime"));
@@ -54,6 +56,39 @@
       time.title = moment.toString();
     });
   }
+
+  // A code block, table or formula wider than the reply scrolls sideways; one that does is a
+  // tab stop, named, so the keyboard can scroll it too (axe's scrollable-region-focusable).
+  var SCROLLABLE = ".markdown pre, .markdown table, .markdown .math.block, .markdown .math.display";
+  var translate = window.gettext || function (text) { return text; };
+
+  function keyboardScrollable(element) {
+    var scrolls = element.scrollWidth > element.clientWidth + 1;
+    if (scrolls === element.hasAttribute("data-scrolls")) return;
+    if (!scrolls) {
+      ["data-scrolls", "tabindex", "role", "aria-label"].forEach(function (name) {
+        element.removeAttribute(name);
+      });
+      return;
+    }
+    element.setAttribute("data-scrolls", "");
+    element.tabIndex = 0;
+    if (element.tagName === "TABLE") {
+      element.setAttribute("aria-label", translate("Table, scrolls sideways"));
+      return;
+    }
+    element.setAttribute("role", "group");
+    element.setAttribute("aria-label", element.tagName === "PRE"
+      ? translate("Code, scrolls sideways") : translate("Formula, scrolls sideways"));
+  }
+
+  var resizing = 0;
+  window.addEventListener("resize", function () {
+    cancelAnimationFrame(resizing);
+    resizing = requestAnimationFrame(function () {
+      document.querySelectorAll(SCROLLABLE).forEach(keyboardScrollable);
+    });
+  });
 
   function textToCopy(button) {
     if (button.dataset.copy === "code") {
