@@ -26,7 +26,7 @@ from pygments.lexers import get_lexer_by_name
 from pygments.token import STANDARD_TYPES
 from pygments.util import ClassNotFound
 
-from conversations.pages.unfinished import as_finished, closed_length
+from conversations.pages.unfinished import as_finished, closed_length, open_code
 
 __all__ = ["closed_length", "render_markdown", "render_writing", "streaming_parts"]
 
@@ -153,6 +153,8 @@ def render_markdown(text: str) -> SafeString:
 # Past this size the block being written is shown as text (as the text of a reply too long for a
 # socket frame is): it is rendered again for every frame until it is whole.
 MAX_RENDERED_WRITING_CHARS = 20_000
+# A code block being written is highlighted in parts of at most this many lines (_open_code_box).
+CODE_PART_LINES = 16
 
 
 @functools.lru_cache(maxsize=256)
@@ -162,7 +164,50 @@ def render_writing(block: str) -> SafeString | str:
     the process is sent the same block."""
     if len(block) > MAX_RENDERED_WRITING_CHARS:
         return block
-    return render_markdown(as_finished(block)) if block.strip() else SafeString("")
+    code = open_code(block)
+    if code is None:
+        return render_markdown(as_finished(block)) if block.strip() else SafeString("")
+    before, info, text = code
+    head = render_markdown(as_finished(before)) if before.strip() else ""
+    return mark_safe(head + _cleaner.clean(_open_code_box(info, text)) + "\n")
+
+
+def _open_code_box(info: str, code: str) -> str:
+    """A code block being written, as markdown-it will render it once closed, but highlighted
+    in parts (_parts), each part once: highlighting the whole for every frame would cost more
+    with every line. (A part is lexed on its own, so a string with blank
+    lines in it may change colour when the block closes; its text and layout do not change.)"""
+    language = info.split(maxsplit=1)[0] if info.strip() else ""
+    name = language if _LANGUAGE_NAME.fullmatch(language) else ""
+    if not name or not code or len(code) > MAX_HIGHLIGHTED_CHARS:
+        return _highlight_code(code, language, "")
+    body = "".join(_highlighted_part(name, part) for part in _parts(code))
+    return format_html(
+        '<pre class="highlight"><code class="language-{}">{}</code></pre>', name, mark_safe(body)
+    )
+
+
+def _parts(code: str) -> list[str]:
+    """The code in parts that stay the same as it grows: each ends at a blank line, or after
+    CODE_PART_LINES lines."""
+    parts: list[str] = []
+    lines: list[str] = []
+    for line in code.splitlines(keepends=True):
+        lines.append(line)
+        if len(lines) == CODE_PART_LINES or not line.strip():
+            parts.append("".join(lines))
+            lines = []
+    return [*parts, "".join(lines)] if lines else parts
+
+
+@functools.lru_cache(maxsize=1024)
+def _highlighted_part(name: str, code: str) -> str:
+    try:
+        lexer = get_lexer_by_name(name, stripnl=False)
+    except ClassNotFound:
+        return escape(code)
+    highlighted: str = highlight(code, lexer, _formatter)
+    return highlighted
 
 
 @functools.lru_cache(maxsize=256)

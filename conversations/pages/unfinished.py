@@ -21,13 +21,14 @@ _LONE_BLOCK_MARKER = re.compile(r"(?:^|\n) {0,3}(?:[-+*]|\d{1,9}[.)]|#{1,6}|>)$"
 _INLINE_MARK = re.compile(r"\\.|`+|\*+|_+|~~|\$")
 
 
-def _fence_scan(text: str) -> tuple[int, str]:
-    """Where the whole blocks of `text` end, and the fence of the code block left open there."""
+def _fence_scan(text: str) -> tuple[int, str, int]:
+    """Where the whole blocks of `text` end, and the fence of the code block left open there
+    and where its line starts."""
     closed = 0
     fence = ""  # the fence of the open code block, if any
-    position = 0
+    opened_at = position = 0
     for line in text.splitlines(keepends=True):
-        position += len(line)
+        opened_at, position = (opened_at if fence else position), position + len(line)
         if not line.endswith("\n"):
             break  # the line being written
         opener = _FENCE.match(line)
@@ -44,7 +45,7 @@ def _fence_scan(text: str) -> tuple[int, str]:
             fence = opener.group(1)
         elif not line.strip():
             closed = position
-    return closed, fence
+    return closed, fence, opened_at
 
 
 def closed_length(text: str) -> int:
@@ -56,11 +57,23 @@ def closed_length(text: str) -> int:
 
 def as_finished(block: str) -> str:
     """The block being written (what follows `closed_length`) as it will read once whole."""
-    _, fence = _fence_scan(block)
+    _, fence, _ = _fence_scan(block)
     last_line = block.rsplit("\n", 1)[-1]
     if fence or _FENCE.match(last_line):
         return block  # code: shown as written, in its box
     return _complete_table(_close_inline(block))
+
+
+def open_code(block: str) -> tuple[str, str, str] | None:
+    """(what comes before it, its info string, its code so far) of the code block the block
+    being written ends in, if its fence is not indented (markdown-it's content then is every
+    line after the fence, as written)."""
+    _, fence, opened_at = _fence_scan(block)
+    if not fence or block[opened_at] == " ":
+        return None
+    opener_line, _, code = block[opened_at:].partition("\n")
+    code = code + "\n" if code and not code.endswith("\n") else code
+    return block[:opened_at], opener_line.lstrip(fence[0]), code
 
 
 def _cells(row: str) -> list[str]:

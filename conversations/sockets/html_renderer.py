@@ -91,7 +91,7 @@ class HtmlRenderer:
         reply = self._replies.setdefault(message_id, _Writing(""))
         if reply.add(offset, text):
             return self.snapshot(message_id, reply.text)
-        block = reply.text[reply.closed :]
+        block = reply.block
         writing = render_writing(block)
         if isinstance(writing, SafeString):
             frame = _rendered_writing(message_id, writing)
@@ -149,12 +149,13 @@ class HtmlRenderer:
 
 class _Writing:
     """A reply's text as one tab was sent it, in pieces (a long reply is not copied whole for
-    every delta), and where its whole blocks end."""
+    every delta), where its whole blocks end, and the block being written after them."""
 
     def __init__(self, text: str) -> None:
         self.parts = [text]
         self.length = len(text)
         self.closed = closed_length(text)
+        self.block = text[self.closed :]
 
     @property
     def text(self) -> str:
@@ -167,13 +168,17 @@ class _Writing:
         if offset != self.length:  # a tab is sent what follows what it has; be safe anyway
             self.parts = [self.text[:offset]]
             self.length = offset
+            self.closed = closed_length(self.parts[0])
+            self.block = self.parts[0][self.closed :]
         self.parts.append(delta)
         self.length += len(delta)
+        self.block += delta
         # A block ends only at a line break: most deltas, a word or two, cannot end one.
         if "\n" not in delta:
             return False
         closed = closed_length(self.text)
         completed, self.closed = closed != self.closed, closed
+        self.block = self.text[closed:]
         return completed
 
 

@@ -120,3 +120,23 @@ def test_problem_1_a_block_too_long_to_render_for_every_frame_is_text() -> None:
     block = "word " * (MAX_RENDERED_WRITING_CHARS // 5 + 1)
     assert render_writing(block) == block and not hasattr(render_writing(block), "__html__")
     assert closed_length(block) == 0
+
+
+CODE = (
+    "".join(f"def f{n}(x):\n    return x * {n}  # times {n}\n\n" for n in range(12))
+    + "y = [\n"
+    + "    1,\n" * 30
+    + "]\n"
+)
+
+
+def test_problem_1_an_open_code_block_is_the_code_box_it_will_be() -> None:
+    """Highlighted in parts while it is written (each part once), it reads as the whole."""
+    lines = CODE.splitlines(keepends=True)
+    for end in range(1, len(lines) + 1):
+        block = "Intro line\n```python\n" + "".join(lines[:end])
+        assert render_writing(block) == render_markdown(block + "```\n"), end
+    # Mid-line too: the text so far, in the box.
+    writing = render_writing("```python\ndef f(x):\n    ret")
+    assert writing.startswith('<pre class="highlight"><code class="language-python">')
+    assert re.sub(r"<[^>]+>", "", writing) == "def f(x):\n    ret\n\n"  # as markdown-it's
