@@ -157,7 +157,7 @@ MAX_RENDERED_WRITING_CHARS = 20_000
 CODE_PART_LINES = 16
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=64)  # a few replies' latest blocks: each tab asks for the same one
 def render_writing(block: str) -> SafeString | str:
     """The block being written, rendered as it will be once whole (see pages.unfinished); past
     MAX_RENDERED_WRITING_CHARS, the text itself (the template escapes it). Cached: every tab of

@@ -182,7 +182,9 @@ class _Writing:
         return completed
 
 
-@functools.lru_cache(maxsize=512)
+# Small: every tab is sent a reply's block at about the same time, and a block is up to
+# MAX_RENDERED_WRITING_CHARS of text, several times that once rendered.
+@functools.lru_cache(maxsize=64)
 def _rendered_writing(message_id: int, writing: SafeString) -> str:
     """The block being written, rendered once for every tab of the process (as _rendered_delta)."""
     return render_to_string(
