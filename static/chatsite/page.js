@@ -245,4 +245,6 @@
 
   document.addEventListener("DOMContentLoaded", function () { enhance(document); });
   document.addEventListener("htmx:wsAfterMessage", function () { enhance(document); });
+  // A message too long for a socket frame comes over HTTP in its place (message_loader.html).
+  document.addEventListener("htmx:afterSettle", function () { enhance(document); });
 })();
