@@ -18,7 +18,7 @@ _DELIMITER_CELL = re.compile(r" *:?-+:? *")
 # Emphasis, strikethrough and code-span markers, `$` (math, whose `*` and `_` are not emphasis)
 # and backslash escapes, in the order they come.
 _LONE_BLOCK_MARKER = re.compile(r"(?:^|\n) {0,3}(?:[-+*]|\d{1,9}[.)]|#{1,6}|>)$")
-_INLINE_MARK = re.compile(r"\\.|`+|\*+|_+|~~|\$")
+_INLINE_MARK = re.compile(r"\\.|`+|\*+|_+|~~|\$\$?")
 
 
 def _fence_scan(text: str) -> tuple[int, str, int]:
@@ -72,6 +72,9 @@ def open_code(block: str) -> tuple[str, str, str] | None:
     if not fence or block[opened_at] == " ":
         return None
     opener_line, _, code = block[opened_at:].partition("\n")
+    last_line = code.rsplit("\n", 1)[-1]
+    if last_line and not last_line.lstrip(" ").strip(fence[0]):
+        code = code[: -len(last_line)]  # its closing fence, being written: not a line of code
     code = code + "\n" if code and not code.endswith("\n") else code
     return block[:opened_at], opener_line.lstrip(fence[0]), code
 
@@ -119,7 +122,7 @@ def _close_inline(block: str) -> str:
         if mark[0] in "`$":
             # A code span or math ends at the same marker; inside it nothing is emphasis.
             end = text.find(mark, position)
-            if mark == "$" and end < 0:
+            if mark[0] == "$" and end < 0:
                 continue  # a lone dollar is text ("$5"); math that is not closed stays text
             if end < 0:
                 if position == len(text):

@@ -98,7 +98,14 @@ def test_problem_1_markers_with_nothing_after_them_are_not_shown() -> None:
 
 
 def test_problem_1_what_is_written_already_is_not_touched() -> None:
-    for block in ["a snake_case name", "costs $5 and $10", "2 * 3 = 6", "a\\*b", "$x_1^*$ here"]:
+    for block in [
+        "a snake_case name",
+        "costs $5 and $10",
+        "2 * 3 = 6",
+        "a\\*b",
+        "$x_1^*$ here",
+        "$$x^*$$ here",
+    ]:
         assert as_finished(block) == block
 
 
@@ -140,3 +147,9 @@ def test_problem_1_an_open_code_block_is_the_code_box_it_will_be() -> None:
     writing = render_writing("```python\ndef f(x):\n    ret")
     assert writing.startswith('<pre class="highlight"><code class="language-python">')
     assert re.sub(r"<[^>]+>", "", writing) == "def f(x):\n    ret\n\n"  # as markdown-it's
+
+
+def test_problem_1_a_closing_fence_being_written_is_no_line_of_code() -> None:
+    whole = render_markdown("```python\nx = 1\n```\n")
+    for closing in ["`", "``", "```"]:
+        assert render_writing("```python\nx = 1\n" + closing) == whole, closing
