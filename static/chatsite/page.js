@@ -60,7 +60,6 @@
   // A code block, table or formula wider than the reply scrolls sideways; one that does is a
   // tab stop, named, so the keyboard can scroll it too (axe's scrollable-region-focusable).
   var SCROLLABLE = ".markdown pre, .markdown table, .markdown .math.block, .markdown .math.display";
-  var translate = window.gettext || function (text) { return text; };
 
   function keyboardScrollable(element) {
     var scrolls = element.scrollWidth > element.clientWidth + 1;
@@ -74,12 +73,12 @@
     element.setAttribute("data-scrolls", "");
     element.tabIndex = 0;
     if (element.tagName === "TABLE") {
-      element.setAttribute("aria-label", translate("Table, scrolls sideways"));
+      element.setAttribute("aria-label", gettext("Table, scrolls sideways"));
       return;
     }
     element.setAttribute("role", "group");
     element.setAttribute("aria-label", element.tagName === "PRE"
-      ? translate("Code, scrolls sideways") : translate("Formula, scrolls sideways"));
+      ? gettext("Code, scrolls sideways") : gettext("Formula, scrolls sideways"));
   }
 
   var resizing = 0;
