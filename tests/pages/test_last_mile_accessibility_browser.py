@@ -81,6 +81,17 @@ def seeded(server: Server) -> Seeded:
     return Seeded(**server.run_script(SEED_SCRIPT, REPLY))
 
 
+# A conversation's socket sends its saved state once it connects, and the page swaps the reply
+# for it: a test that focuses or measures the reply waits for that first.
+SETTLED_FLAG = (
+    "document.addEventListener('htmx:wsAfterMessage', () => { window.socketSettled = true; });"
+)
+
+
+def settled(page: Page) -> None:
+    page.wait_for_function("() => window.socketSettled === true")
+
+
 @dataclass
 class Watched:
     """What went wrong while a page was open: script errors, console errors, failed requests."""
@@ -102,6 +113,7 @@ def open_page(
             color_scheme=scheme,  # type: ignore[arg-type]
             storage_state=alice_session if signed_in else None,
         )
+        context.add_init_script(SETTLED_FLAG)
         contexts.append(context)
         watched = Watched()
         page = context.new_page()
@@ -154,8 +166,11 @@ def open_each(page: Page, server: Server, seeded: Seeded) -> Iterator[str]:
     for name, (url, loaded) in visits(seeded).items():
         page.goto(server.base + url)
         expect(page.locator(loaded).first).to_be_visible()
+        if url == seeded.conversation:
+            settled(page)
         yield name
     page.goto(server.base + seeded.conversation)
+    settled(page)
     expect(page.locator("#messages .code-block").first).to_be_visible()
     settings = page.locator("details.chat-settings")
     if settings.count():
@@ -270,6 +285,7 @@ def test_problem_7_wide_code_blocks_scroll_from_the_keyboard(
 ) -> None:
     page, _ = open_page(PHONE, "light")
     page.goto(server.base + seeded.conversation)
+    settled(page)
     code = page.locator("#messages .message.assistant pre")
     expect(code).to_have_attribute("tabindex", "0")
     expect(code).to_have_attribute("aria-label", "Code, scrolls sideways")
