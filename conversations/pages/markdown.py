@@ -1,6 +1,7 @@
-"""Model output is untrusted: finished replies are rendered from Markdown, then sanitized.
+"""Model output is untrusted: replies are rendered from Markdown, then sanitized.
 
-CommonMark with GFM tables; fenced code highlighted by Pygments (spans with its short token
+CommonMark as people expect it from chat: a single line break kept (`breaks`), bare URLs made
+links (linkify), GFM tables, `~~strikethrough~~` and task lists (disabled checkboxes); fenced code highlighted by Pygments (spans with its short token
 classes, styled by static/chatsite/code.css); `$...$` and `$$...$$` turned into MathML by
 latex2mathml, which browsers lay out natively. Raw HTML in the Markdown is off, so every tag
 comes from these renderers; nh3 then keeps only the tags, attributes and classes they produce.
@@ -18,11 +19,16 @@ from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.tasklists import tasklists_plugin
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.token import STANDARD_TYPES
 from pygments.util import ClassNotFound
+
+from conversations.pages.unfinished import as_finished, closed_length, open_code
+
+__all__ = ["closed_length", "render_markdown", "render_writing", "streaming_parts"]
 
 # Past these sizes a block is shown as plain text: highlighting and math conversion are
 # per-message CPU on every page load, and an adversarial reply should not make that unbounded.
@@ -66,8 +72,11 @@ def _math(latex: str, options: dict[str, Any]) -> str:
 
 # "commonmark" with raw HTML off: a model that writes <script> gets it shown as text.
 _markdown = MarkdownIt(
-    "commonmark", {"html": False, "linkify": False, "highlight": _highlight_code}
-).enable("table")
+    "commonmark",
+    {"html": False, "breaks": True, "linkify": True, "highlight": _highlight_code},
+).enable(["table", "strikethrough", "linkify"])
+# The checkbox in its <label> names it (axe's "label" rule); disabled: a reply is not a form.
+tasklists_plugin(_markdown, enabled=False, label=True)
 # "$5 and $10" stays text: no space inside the dollars, no digit right after the closing one.
 dollarmath_plugin(
     _markdown,
@@ -103,9 +112,9 @@ _MATHML_ATTRIBUTES = {
 }  # fmt: skip
 
 _HTML_TAGS = {
-    "p", "br", "hr", "pre", "code", "span", "div", "blockquote", "em", "strong", "del", "a",
+    "p", "br", "hr", "pre", "code", "span", "div", "blockquote", "em", "strong", "del", "s", "a",
     "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6",
-    "table", "thead", "tbody", "tr", "th", "td",
+    "table", "thead", "tbody", "tr", "th", "td", "label", "input",
 }  # fmt: skip
 
 _cleaner = nh3.Cleaner(
@@ -117,8 +126,16 @@ _cleaner = nh3.Cleaner(
         "td": {"style"},
         **{tag: _MATHML_ATTRIBUTES for tag in _MATHML_TAGS - {"math"}},
     },
-    tag_attribute_values={"math": {"display": {"block", "inline"}}},
+    tag_attribute_values={
+        "math": {"display": {"block", "inline"}},
+        # A task list's checkbox, and nothing else an <input> could be.
+        "input": {"type": {"checkbox"}, "checked": {"checked"}},
+    },
+    set_tag_attribute_values={"input": {"disabled": "disabled"}},
     allowed_classes={
+        "ul": {"contains-task-list"},
+        "li": {"task-list-item"},
+        "input": {"task-list-item-checkbox"},
         "pre": {"highlight"},
         "span": set(STANDARD_TYPES.values()) - {""} | {"math", "inline", "display"},
         "div": {"math", "block"},
@@ -133,42 +150,70 @@ def render_markdown(text: str) -> SafeString:
     return mark_safe(_cleaner.clean(_markdown.render(text)))
 
 
-# A fence opens or closes a code block: three or more backticks or tildes, at most three spaces in.
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+# Past this size the block being written is shown as text (as the text of a reply too long for a
+# socket frame is): it is rendered again for every frame until it is whole.
+MAX_RENDERED_WRITING_CHARS = 20_000
+# A code block being written is highlighted in parts of at most this many lines (_open_code_box).
+CODE_PART_LINES = 16
 
 
-def closed_length(text: str) -> int:
-    """How much of a reply being written is whole blocks: up to its last blank line outside a
-    code block, or the end of its last closed code block. Those blocks are rendered as they will
-    be at the end; the rest is still being written."""
-    closed = 0
-    fence = ""  # the fence of the open code block, if any
-    position = 0
-    for line in text.splitlines(keepends=True):
-        position += len(line)
-        if not line.endswith("\n"):
-            break  # the line being written
-        opener = _FENCE.match(line)
-        if fence:
-            if (
-                opener is not None
-                and opener.group(1)[0] == fence[0]
-                and len(opener.group(1)) >= len(fence)
-                and not line[opener.end() :].strip()
-            ):
-                fence = ""
-                closed = position
-        elif opener:
-            fence = opener.group(1)
-        elif not line.strip():
-            closed = position
-    return closed
+@functools.lru_cache(maxsize=64)  # a few replies' latest blocks: each tab asks for the same one
+def render_writing(block: str) -> SafeString | str:
+    """The block being written, rendered as it will be once whole (see pages.unfinished); past
+    MAX_RENDERED_WRITING_CHARS, the text itself (the template escapes it). Cached: every tab of
+    the process is sent the same block."""
+    if len(block) > MAX_RENDERED_WRITING_CHARS:
+        return block
+    code = open_code(block)
+    if code is None:
+        return render_markdown(as_finished(block)) if block.strip() else SafeString("")
+    before, info, text = code
+    head = render_markdown(as_finished(before)) if before.strip() else ""
+    return mark_safe(head + _cleaner.clean(_open_code_box(info, text)) + "\n")
+
+
+def _open_code_box(info: str, code: str) -> str:
+    """A code block being written, as markdown-it will render it once closed, but highlighted
+    in parts (_parts), each part once: highlighting the whole for every frame would cost more
+    with every line. (A part is lexed on its own, so a string with blank
+    lines in it may change colour when the block closes; its text and layout do not change.)"""
+    language = info.split(maxsplit=1)[0] if info.strip() else ""
+    name = language if _LANGUAGE_NAME.fullmatch(language) else ""
+    if not name or not code or len(code) > MAX_HIGHLIGHTED_CHARS:
+        return _highlight_code(code, language, "")
+    body = "".join(_highlighted_part(name, part) for part in _parts(code))
+    return format_html(
+        '<pre class="highlight"><code class="language-{}">{}</code></pre>', name, mark_safe(body)
+    )
+
+
+def _parts(code: str) -> list[str]:
+    """The code in parts that stay the same as it grows: each ends at a blank line, or after
+    CODE_PART_LINES lines."""
+    parts: list[str] = []
+    lines: list[str] = []
+    for line in code.splitlines(keepends=True):
+        lines.append(line)
+        if len(lines) == CODE_PART_LINES or not line.strip():
+            parts.append("".join(lines))
+            lines = []
+    return [*parts, "".join(lines)] if lines else parts
+
+
+@functools.lru_cache(maxsize=1024)
+def _highlighted_part(name: str, code: str) -> str:
+    try:
+        lexer = get_lexer_by_name(name, stripnl=False)
+    except ClassNotFound:
+        return escape(code)
+    highlighted: str = highlight(code, lexer, _formatter)
+    return highlighted
 
 
 @functools.lru_cache(maxsize=256)
-def streaming_parts(text: str) -> tuple[SafeString, str]:
+def streaming_parts(text: str) -> tuple[SafeString, SafeString | str]:
     """A reply being written: its whole blocks rendered as Markdown, as they will be when it
-    ends (so nothing moves then), and the block being written, as text. Cached: every tab of
-    the process shows the same reply."""
+    ends (so nothing moves then), and the block being written (render_writing). Cached: every
+    tab of the process shows the same reply."""
     cut = closed_length(text)
-    return (render_markdown(text[:cut]) if cut else SafeString(""), text[cut:])
+    return (render_markdown(text[:cut]) if cut else SafeString(""), render_writing(text[cut:]))

@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString
 from conversations.events.payloads import MessagePayload
 from conversations.events.protocol import Started
 from conversations.models import Attachment, Conversation, Feedback, Message
-from conversations.pages.markdown import closed_length
+from conversations.pages.markdown import MAX_RENDERED_WRITING_CHARS, closed_length, render_writing
 from conversations.services.branches import Version
 from conversations.sockets.pieces import delta_chars, fits, longest_head, pieces
 from conversations.sockets.renderers import Frames
@@ -27,8 +27,9 @@ BRANCH_MARKUP_BYTES = 256
 
 class HtmlRenderer:
     """A tab's fragments. A reply being written shows its whole blocks rendered and the block
-    being written as text (pages.markdown.streaming_parts): most deltas append to that text, and one
-    that completes a block re-renders the body, so the tab keeps each reply's text so far."""
+    being written rendered as it will be once whole (pages.markdown.streaming_parts): most deltas
+    re-render that one block, one that completes a block re-renders the body, so the tab keeps
+    each reply's text so far. A block too long to render for every frame is text, appended to."""
 
     def __init__(self, conversation_id: uuid.UUID, frame_bytes: int) -> None:
         self.conversation_id = conversation_id
@@ -90,6 +91,15 @@ class HtmlRenderer:
         reply = self._replies.setdefault(message_id, _Writing(""))
         if reply.add(offset, text):
             return self.snapshot(message_id, reply.text)
+        block = reply.block
+        writing = render_writing(block)
+        if isinstance(writing, SafeString):
+            frame = _rendered_writing(message_id, writing, reply.length)
+            if fits(frame, self.frame_bytes):
+                return [frame]
+        elif len(block) - len(text) <= MAX_RENDERED_WRITING_CHARS:
+            # The block just grew too long to render: it is text from now on, text it is given.
+            return self.snapshot(message_id, reply.text)
         return [
             _rendered_delta(message_id, piece)
             for _, piece in pieces(text, 0, delta_chars(self.frame_bytes))
@@ -141,12 +151,13 @@ class HtmlRenderer:
 
 class _Writing:
     """A reply's text as one tab was sent it, in pieces (a long reply is not copied whole for
-    every delta), and where its whole blocks end."""
+    every delta), where its whole blocks end, and the block being written after them."""
 
     def __init__(self, text: str) -> None:
         self.parts = [text]
         self.length = len(text)
         self.closed = closed_length(text)
+        self.block = text[self.closed :]
 
     @property
     def text(self) -> str:
@@ -159,14 +170,30 @@ class _Writing:
         if offset != self.length:  # a tab is sent what follows what it has; be safe anyway
             self.parts = [self.text[:offset]]
             self.length = offset
+            self.closed = closed_length(self.parts[0])
+            self.block = self.parts[0][self.closed :]
         self.parts.append(delta)
         self.length += len(delta)
+        self.block += delta
         # A block ends only at a line break: most deltas, a word or two, cannot end one.
         if "\n" not in delta:
             return False
         closed = closed_length(self.text)
         completed, self.closed = closed != self.closed, closed
+        self.block = self.text[closed:]
         return completed
+
+
+# Small: every tab is sent a reply's block at about the same time, and a block is up to
+# MAX_RENDERED_WRITING_CHARS of text, several times that once rendered.
+@functools.lru_cache(maxsize=64)
+def _rendered_writing(message_id: int, writing: SafeString, chars: int) -> str:
+    """The block being written, rendered once for every tab of the process (as _rendered_delta),
+    with the length of the reply's text so far (unsaved.js counts what the tab was shown)."""
+    return render_to_string(
+        "conversations/events/writing.html",
+        {"message_id": message_id, "writing": writing, "chars": chars},
+    )
 
 
 @functools.lru_cache(maxsize=512)

@@ -17,9 +17,11 @@ def markdown_filter(text: str) -> SafeString:
 
 
 @register.filter(name="streaming_parts")
-def streaming_parts_filter(text: str) -> tuple[SafeString, str]:
-    """(the whole blocks as HTML, the block being written as text) of a reply being written."""
-    return streaming_parts(text or "")
+def streaming_parts_filter(text: str) -> tuple[SafeString, SafeString | str, bool]:
+    """(the whole blocks as HTML, the block being written, whether that block is rendered or,
+    too long to render for every frame, text) of a reply being written."""
+    written, writing = streaming_parts(text or "")
+    return written, writing, isinstance(writing, SafeString)
 
 
 @register.filter(name="date_group")

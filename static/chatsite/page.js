@@ -3,6 +3,7 @@
 // keyboard shortcuts and their help dialog.
 // - Copy: a reply's button copies its Markdown (the escaped text in its <template>), a code
 //   block's button (added here, after the server's sanitized render) its code;
+// - a code block, table or formula too wide for the reply is a tab stop, so keys scroll it;
 // - shortcuts: Escape stops the reply being written (or closes what is open), "/" goes to the
 //   message box, Alt+Shift+N starts a conversation, Alt+Shift+K goes to the list, "?" shows them.
 (function () {
@@ -46,6 +47,7 @@
       pre.replaceWith(wrapper);
       wrapper.append(toolbar, pre);
     });
+    root.querySelectorAll(SCROLLABLE).forEach(keyboardScrollable);
     // Times are rendered in the server's zone; the reader's own is friendlier.
     root.querySelectorAll("time[datetime]:not([data-local])").forEach(function (time) {
       var moment = new Date(time.getAttribute("datetime"));
@@ -57,6 +59,38 @@
       time.title = moment.toLocaleString(language, { dateStyle: "full", timeStyle: "long" });
     });
   }
+
+  // A code block, table or formula wider than the reply scrolls sideways; one that does is a
+  // tab stop, named, so the keyboard can scroll it too (axe's scrollable-region-focusable).
+  var SCROLLABLE = ".markdown pre, .markdown table, .markdown .math.block, .markdown .math.display";
+
+  function keyboardScrollable(element) {
+    var scrolls = element.scrollWidth > element.clientWidth + 1;
+    if (scrolls === element.hasAttribute("data-scrolls")) return;
+    if (!scrolls) {
+      ["data-scrolls", "tabindex", "role", "aria-label"].forEach(function (name) {
+        element.removeAttribute(name);
+      });
+      return;
+    }
+    element.setAttribute("data-scrolls", "");
+    element.tabIndex = 0;
+    if (element.tagName === "TABLE") {
+      element.setAttribute("aria-label", gettext("Table, scrolls sideways"));
+      return;
+    }
+    element.setAttribute("role", "group");
+    element.setAttribute("aria-label", element.tagName === "PRE"
+      ? gettext("Code, scrolls sideways") : gettext("Formula, scrolls sideways"));
+  }
+
+  var resizing = 0;
+  window.addEventListener("resize", function () {
+    cancelAnimationFrame(resizing);
+    resizing = requestAnimationFrame(function () {
+      document.querySelectorAll(SCROLLABLE).forEach(keyboardScrollable);
+    });
+  });
 
   function textToCopy(button) {
     // A one-time secret's field (a new API token, a new share link) names its input.
@@ -220,4 +254,6 @@
 
   document.addEventListener("DOMContentLoaded", function () { enhance(document); });
   document.addEventListener("htmx:wsAfterMessage", function () { enhance(document); });
+  // A message too long for a socket frame comes over HTTP in its place (message_loader.html).
+  document.addEventListener("htmx:afterSettle", function () { enhance(document); });
 })();

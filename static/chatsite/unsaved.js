@@ -52,9 +52,11 @@
       if (!target || !fragment) return;
       var writing = /^msg-(\d+)-writing$/.exec(target.id);
       if (writing && target.dataset.chars) {
-        // A delta: appended to the block being written, unless the page kept its own text
-        // instead of a snapshot's (the rest of a long snapshot comes as deltas).
+        // A delta, appended to the block being written, or the block rendered again with the
+        // length of the text so far (events/writing.html); neither when the page kept its own
+        // text instead of a snapshot's (the rest of a long snapshot comes as deltas).
         if (target.closest("[data-kept]")) event.detail.shouldSwap = false;
+        else if (fragment.dataset && fragment.dataset.chars) target.dataset.chars = fragment.dataset.chars;
         else target.dataset.chars = String(Number(target.dataset.chars) + chars(fragment.textContent));
         return;
       }

@@ -34,7 +34,7 @@ MATHML = {
 ALLOWED_TAGS = {
     "p", "br", "hr", "pre", "code", "span", "div", "blockquote", "em", "strong", "del", "a",
     "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6",
-    "table", "thead", "tbody", "tr", "th", "td",
+    "table", "thead", "tbody", "tr", "th", "td", "s", "label", "input",
 } | MATHML  # fmt: skip
 
 
@@ -57,6 +57,9 @@ def assert_inert(markup: str) -> None:
     (A javascript: link may still show as text, which is harmless.)"""
     for tag, attrs in Inspected(markup).tags:
         assert tag in ALLOWED_TAGS, (tag, markup)
+        if tag == "input":  # a task list's checkbox, and only that
+            assert attrs.get("type") == "checkbox" and "disabled" in attrs, markup
+            assert set(attrs) <= {"type", "disabled", "checked", "class"}, markup
         for name, value in attrs.items():
             assert not name.startswith("on"), (tag, name, markup)
             assert "javascript:" not in value.lower().replace(" ", ""), markup
@@ -200,6 +203,9 @@ HOSTILE = {
     "language with html": '```"><script>alert(1)</script>\nx\n```',
     "language with a quote": '```a"onmouseover=alert(1)\nx\n```',
     "mathml breakout": "$\\text{</mtext></math><iframe src=javascript:alert(1)>}$",
+    "task list": "- [ ] <input type=text onfocus=alert(1) autofocus>\n- [x] [x](javascript:alert(1))",
+    "bare url": "javascript:alert(1) www.example.com/<img src=x onerror=alert(1)>",
+    "strikethrough": "~~<script>alert(1)</script>~~",
 }
 
 
@@ -265,7 +271,7 @@ def test_it_shows_alice_her_reply_highlighted_and_refuses_charlie(
     assert "language-python" not in response.content.decode()
 
 
-# -- while a reply is written: whole blocks rendered, the block being written as text ----------
+# -- while a reply is written: whole blocks rendered, and the block being written as it will be -
 
 
 @pytest.mark.parametrize(
@@ -285,32 +291,43 @@ def test_a_reply_being_written_is_cut_after_its_last_whole_block(text: str, clos
     assert text[: closed_length(text)] == closed
 
 
-def test_the_whole_blocks_are_rendered_as_they_will_stay_and_the_rest_is_text() -> None:
+def test_the_whole_blocks_are_rendered_as_they_will_stay_and_so_is_the_rest() -> None:
     text = "Intro\n\n```python\ndef f(): pass\n```\nIt runs in $O(1)$ <b>time"
     written, writing = streaming_parts(text)
     assert str(written) == str(render_markdown(text[: closed_length(text)]))
     assert 'class="language-python"' in written and "It runs" not in written
-    assert writing == "It runs in $O(1)$ <b>time"  # text: the template escapes it
+    assert writing == render_markdown("It runs in $O(1)$ <b>time")  # escaped: &lt;b&gt;
 
 
 def test_a_hostile_reply_being_written_stays_inert() -> None:
     for text in HOSTILE_STREAMS:
-        written, _ = streaming_parts(text)
+        written, writing = streaming_parts(text)
         assert_inert(str(written))
+        assert_inert(str(writing))
 
 
 HOSTILE_STREAMS = [
     "<script>alert(1)</script>\n\nmore",
     "```\n<img src=x onerror=alert(1)>\n```\nafter",
     "[x](javascript:alert(1))\n\n$\\href{javascript:alert(1)}{x}$",
+    # The block being written, completed for its render: still nothing that runs.
+    "```html\n<svg onload=alert(1)><img src=x onerror=alert(1)>",
+    "| <img src=x onerror=alert(1)> | b |\n|--",
+    "**<script>alert(1)</script>",
+    "[x](javascript:alert(1)",
+    "`<img src=x onerror=alert(1)>",
+    "- [ ] <input onfocus=alert(1) autofocus>",
 ]
 
 
 def test_a_tab_re_renders_the_body_only_when_a_block_is_completed() -> None:
     renderer = HtmlRenderer(uuid.uuid4(), frame_bytes=512 * 1024)
     renderer.snapshot(7, "Intro")
-    (appended,) = renderer.delta(7, 5, " goes on")
-    assert 'id="msg-7-writing" hx-swap-oob="beforeend"' in appended
-    (rewritten,) = renderer.delta(7, 13, ".\n\nNext")
+    (grown,) = renderer.delta(7, 5, " goes **on")
+    # The block being written alone, as it will be (bold already): the body is left as it is.
+    assert grown.startswith('<div id="msg-7-writing" hx-swap-oob="innerHTML">')
+    assert "<p>Intro goes <strong>on</strong></p>" in grown and "msg-7-body" not in grown
+    (rewritten,) = renderer.delta(7, 15, "**.\n\nNext")
     assert 'id="msg-7-body" hx-swap-oob="innerHTML"' in rewritten
-    assert "<p>Intro goes on.</p>" in rewritten and ">Next</div>" in rewritten
+    assert "<p>Intro goes <strong>on</strong>.</p>" in rewritten
+    assert '<div id="msg-7-writing" class="writing markdown"><p>Next</p>' in rewritten

@@ -189,11 +189,12 @@ def test_a_streamed_code_block_is_highlighted_as_soon_as_it_is_whole_and_never_m
     body = page.locator(f"#{reply_id}-body")
 
     # Streaming: the whole blocks are rendered as they will stay (the code block highlighted),
-    # the paragraph being written is text.
+    # and the paragraph being written as it will be (its formula already MathML).
     expect(body).to_have_class("body streaming")
     code = page.locator(f"#{reply_id}-body pre.highlight code.language-python")
     expect(code.locator("span.k").first).to_have_text("def")
-    expect(page.locator(f"#{reply_id}-writing")).to_contain_text("It runs in $O(1)$ time.")
+    expect(page.locator(f"#{reply_id}-writing p")).to_contain_text("It runs in")
+    expect(page.locator(f"#{reply_id}-writing p math")).to_have_count(1)
     page.evaluate("() => { window.notReloaded = true; }")
     before = box(page, f"#{reply_id}-body pre.highlight")
 

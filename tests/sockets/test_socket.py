@@ -128,7 +128,8 @@ async def test_the_browser_gets_html_fragments(connect: Any, alice: Any, convers
     assert 'hx-swap-oob="beforeend:#messages"' in started
     assert "&lt;b&gt;hi&lt;/b&gt;" in started and "<b>hi</b>" not in started
     delta = await socket.communicator.receive_from()
-    assert 'hx-swap-oob="beforeend"' in delta and "alpha0" in delta
+    # The block being written, rendered as it will be once whole, in place of the last render.
+    assert 'hx-swap-oob="innerHTML"' in delta and "<p>alpha0" in delta
     await asyncio.sleep(0)
 
 
