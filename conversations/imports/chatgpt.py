@@ -27,6 +27,7 @@ from conversations.imports.source import (
     LEFT_OUT_ROLE,
     LEFT_OUT_SYSTEM,
     LEFT_OUT_TOOL,
+    UNFINISHED_AT_SOURCE,
     ConversationRefused,
     SourceConversation,
     SourceMessage,
@@ -144,6 +145,7 @@ def _reply_fields(message: dict[str, Any], metadata: dict[str, Any]) -> dict[str
     status = message.get("status")
     if isinstance(status, str) and status in UNFINISHED:
         fields["status"] = Message.Status.INTERRUPTED
+        fields["error"] = UNFINISHED_AT_SOURCE
     elif ending == "interrupted":  # the user pressed Stop
         fields["status"] = Message.Status.CANCELLED
     elif ending == "max_tokens":

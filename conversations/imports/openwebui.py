@@ -26,6 +26,7 @@ from conversations.imports.source import (
     LEFT_OUT_ROLE,
     LEFT_OUT_SYSTEM,
     LEFT_OUT_TOOL,
+    UNFINISHED_AT_SOURCE,
     SourceConversation,
     SourceMessage,
     as_list,
@@ -184,4 +185,5 @@ def _reply_fields(node: dict[str, Any], reasoning: str) -> dict[str, Any]:
         fields["error"] = text_of(error["content"], "A message's error").strip()
     elif node.get("done") is False:  # stopped while it was being written
         fields["status"] = Message.Status.INTERRUPTED
+        fields["error"] = UNFINISHED_AT_SOURCE
     return fields

@@ -15,8 +15,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext_noop
 
 from conversations.services.text import make_storable
+
+# An imported reply its source holds unfinished: its error, stored in English and translated where
+# the page shows it (templatetags.chat.interruption). Not the server's own interruption, which
+# recovery may still settle.
+UNFINISHED_AT_SOURCE = gettext_noop("It was not finished where it was exported from.")
 
 
 class ImportRefused(Exception):

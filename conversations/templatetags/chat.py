@@ -6,6 +6,8 @@ from django.utils.formats import date_format
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
+from conversations.imports.source import UNFINISHED_AT_SOURCE
+from conversations.models import Message
 from conversations.pages.markdown import render_markdown, streaming_parts
 
 register = template.Library()
@@ -22,6 +24,15 @@ def streaming_parts_filter(text: str) -> tuple[SafeString, SafeString | str, boo
     too long to render for every frame, text) of a reply being written."""
     written, writing = streaming_parts(text or "")
     return written, writing, isinstance(writing, SafeString)
+
+
+@register.filter(name="interruption")
+def interruption(message: Message) -> str:
+    """An interrupted reply's marker: the server stopped while writing it, or (imported) its
+    source holds it unfinished."""
+    if message.error == UNFINISHED_AT_SOURCE:
+        return _("Interrupted: it was not finished where it was exported from.")
+    return _("Interrupted: the server stopped while writing this reply.")
 
 
 @register.filter(name="date_group")

@@ -72,7 +72,9 @@ def test_problem_2_imports_keep_shards_citations_reasoning_and_interruptions(
     # The reply still being written when ChatGPT exported it is marked as an unfinished one.
     unfinished = messages.locator(".message.assistant").last
     expect(unfinished).to_have_attribute("data-status", "interrupted")
-    expect(unfinished.locator(".marker.interrupted")).to_be_visible()
+    expect(unfinished.locator(".marker.interrupted")).to_have_text(
+        "Interrupted: it was not finished where it was exported from."
+    )
     assert serious_violations(page) == []
 
     import_through_the_page(
@@ -96,5 +98,7 @@ def test_problem_2_imports_keep_shards_citations_reasoning_and_interruptions(
     expect(reasoning.locator(".reasoning-body em")).to_have_text("one")
     last = page.locator("#messages .message.assistant").last
     expect(last).to_have_attribute("data-status", "interrupted")
-    expect(last.locator(".marker.interrupted")).to_be_visible()
+    expect(last.locator(".marker.interrupted")).to_have_text(
+        "Interrupted: it was not finished where it was exported from."
+    )
     assert serious_violations(page) == []

@@ -325,9 +325,10 @@ def test_a_tab_re_renders_the_body_only_when_a_block_is_completed() -> None:
     renderer.snapshot(7, "Intro")
     (grown,) = renderer.delta(7, 5, " goes **on")
     # The block being written alone, as it will be (bold already): the body is left as it is.
-    assert grown.startswith('<div id="msg-7-writing" hx-swap-oob="innerHTML">')
+    # With the length of the text so far, which the page counts as what it was shown.
+    assert grown.startswith('<div id="msg-7-writing" hx-swap-oob="innerHTML" data-chars="15">')
     assert "<p>Intro goes <strong>on</strong></p>" in grown and "msg-7-body" not in grown
     (rewritten,) = renderer.delta(7, 15, "**.\n\nNext")
     assert 'id="msg-7-body" hx-swap-oob="innerHTML"' in rewritten
     assert "<p>Intro goes <strong>on</strong>.</p>" in rewritten
-    assert '<div id="msg-7-writing" class="writing markdown"><p>Next</p>' in rewritten
+    assert '<div id="msg-7-writing" class="writing markdown" data-chars="24" data-total="24"><p>Next</p>' in rewritten
