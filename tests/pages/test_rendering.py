@@ -331,4 +331,7 @@ def test_a_tab_re_renders_the_body_only_when_a_block_is_completed() -> None:
     (rewritten,) = renderer.delta(7, 15, "**.\n\nNext")
     assert 'id="msg-7-body" hx-swap-oob="innerHTML"' in rewritten
     assert "<p>Intro goes <strong>on</strong>.</p>" in rewritten
-    assert '<div id="msg-7-writing" class="writing markdown" data-chars="24" data-total="24"><p>Next</p>' in rewritten
+    assert (
+        '<div id="msg-7-writing" class="writing markdown" data-chars="24" data-total="24"><p>Next</p>'
+        in rewritten
+    )
