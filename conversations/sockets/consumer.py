@@ -19,7 +19,6 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
-from django.utils import translation
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
@@ -27,7 +26,7 @@ from conversations.events import protocol
 from conversations.generation import temporary
 from conversations.models import Conversation
 from conversations.ops import metrics
-from conversations.services import languages, sessions
+from conversations.services import sessions
 from conversations.services.conversations import conversation_model
 from conversations.signals import user_group
 from conversations.sockets import slots
@@ -117,14 +116,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # cha
         await self.stream.joined()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        # Everything this socket says (errors, the rendered messages) in the page's language; the
-        # language is a context variable, so the database threads and tasks it starts inherit it.
-        language = languages.socket_language(
-            cookies=scope.get("cookies", {}), headers=scope.get("headers", [])
-        )
         try:
-            with translation.override(language):
-                await super().__call__(scope, receive, send)
+            await super().__call__(scope, receive, send)
         finally:
             # Channels calls disconnect() only for a close it reads: a handler that raised (a
             # frame the server refused to send) or a task cancelled (the server gave up waiting
