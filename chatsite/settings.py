@@ -163,18 +163,10 @@ AXES_LOCKOUT_CALLABLE = "chatsite.login_throttling.lockout_response"
 # The client's address behind a reverse proxy: X-Forwarded-For, as far as CHAT_TRUSTED_PROXY_COUNT says.
 from chatsite.proxy_settings import *  # noqa: E402, F403
 
-LANGUAGE_CODE = "en"
-# The languages chatsite's pages are translated into (locale/<code>/LC_MESSAGES/django.po and
-# djangojs.po); the names are each language's own, as a language menu shows them.
-LANGUAGES = [
-    ("en", "English"),
-    ("zh-hans", "简体中文"),
-    ("fr", "Français"),
-]
-LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
-USE_I18N = True
 USE_TZ = True
+# The pages' languages and their catalogs (LANGUAGES, LOCALE_PATHS).
+from chatsite.language_settings import *  # noqa: E402, F403
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
